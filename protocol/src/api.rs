@@ -1,0 +1,176 @@
+//! Bodies of the admin HTTP API (design §5). Timestamps are RFC 3339 strings.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Role of an API token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Manages devices, tokens and pairings of its tenant; may also act as an agent.
+    Admin,
+    /// Drives browsers through sessions.
+    Agent,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "admin" => Some(Role::Admin),
+            "agent" => Some(Role::Agent),
+            _ => None,
+        }
+    }
+}
+
+/// `POST /v1/admin/pairings`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePairingRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub label: Option<String>,
+    /// Link lifetime in seconds: 1 … 3600, default 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub ttl_secs: Option<u64>,
+}
+
+/// A new pairing link. The secret in its fragment is shown only here, once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PairingCreated {
+    pub id: String,
+    pub link: String,
+    pub expires_at: String,
+}
+
+/// Lifecycle state of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceStatus {
+    Active,
+    Expired,
+    Revoked,
+}
+
+/// A device as an admin sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct DeviceView {
+    pub id: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub browser_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub browser_version: Option<String>,
+    /// Who created the pairing this device came from (an API token's name).
+    pub owner: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub renew_after: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub last_seen_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub revoked_at: Option<String>,
+    pub status: DeviceStatus,
+    /// Whether the device has a live, handshaken connection on this node.
+    pub online: bool,
+}
+
+/// `GET /v1/admin/devices`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct DeviceList {
+    pub devices: Vec<DeviceView>,
+}
+
+/// `PATCH /v1/admin/devices/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct RenameDeviceRequest {
+    pub label: String,
+}
+
+/// `POST /v1/admin/devices/revoke-all`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RevokeAllResult {
+    pub revoked_devices: u64,
+    pub voided_pairings: u64,
+}
+
+/// `POST /v1/admin/tokens`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTokenRequest {
+    pub name: String,
+    pub role: Role,
+    /// Lifetime in seconds; absent means no expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub ttl_secs: Option<u64>,
+}
+
+/// An API token as listed; never carries the secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TokenView {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub revoked_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub last_used_at: Option<String>,
+}
+
+/// A freshly created token: the secret is shown only here, once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TokenCreated {
+    #[serde(flatten)]
+    pub view: TokenView,
+    pub token: String,
+}
+
+/// `GET /v1/admin/tokens`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TokenList {
+    pub tokens: Vec<TokenView>,
+}
+
+/// One audit record: metadata only, never a parameter value or a secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuditEventView {
+    pub id: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub detail: Option<String>,
+}
+
+/// `GET /v1/admin/audit?before=ID&limit=N`, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuditList {
+    pub events: Vec<AuditEventView>,
+    /// Pass as `before` to get the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub next_before: Option<i64>,
+}

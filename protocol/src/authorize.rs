@@ -1,0 +1,129 @@
+//! `POST /extension/authorize` bodies (contract §2.2): pairing and renewal.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Length of a device token and of `next_token`: 256 bits, unpadded base64url.
+pub const TOKEN_LEN: usize = 43;
+/// Largest accepted request body.
+pub const MAX_BODY_BYTES: usize = 4096;
+/// Longest stored label, in characters.
+pub const MAX_LABEL_CHARS: usize = 100;
+
+/// What the extension asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorizeAction {
+    /// Redeem a one-time pairing secret for a new device.
+    Pair,
+    /// Rotate the current device token.
+    Renew,
+}
+
+/// The request body. Unknown keys are refused (as bsk does).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizeRequest {
+    pub action: AuthorizeAction,
+    /// The credential that replaces the bearer: exactly 43 base64url characters.
+    pub next_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub label: Option<String>,
+}
+
+/// The 200 answer: a device grant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuthorizeGrant {
+    /// 32 lowercase hex; the same across renewals.
+    pub device_id: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// RFC 3339, earlier than `expires_at`.
+    pub renew_after: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub service_name: Option<String>,
+}
+
+/// The tag in a non-200 answer, exactly as bsk spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorizeErrorTag {
+    InvalidAuthorization,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    AuthorizationStoreBusy,
+    ConnectionCapacityReached,
+}
+
+/// A non-200 body: `{"error": <tag>}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuthorizeErrorBody {
+    pub error: AuthorizeErrorTag,
+}
+
+/// Whether `s` is exactly 43 characters of `[A-Za-z0-9_-]`.
+pub fn is_token_shaped(s: &str) -> bool {
+    s.len() == TOKEN_LEN && is_base64url(s)
+}
+
+/// Whether every byte is in the unpadded base64url alphabet.
+pub fn is_base64url(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Whether `s` is a well-formed pairing secret (32–256 base64url characters).
+pub fn is_pairing_secret_shaped(s: &str) -> bool {
+    (32..=256).contains(&s.len()) && is_base64url(s)
+}
+
+/// Whether `s` is a device id: 32 lowercase hex.
+pub fn is_device_id(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A label as stored: control characters stripped, at most 100 characters.
+pub fn clean_label(label: &str) -> String {
+    label
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_LABEL_CHARS)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert!(is_token_shaped(&"a".repeat(43)));
+        assert!(!is_token_shaped(&"a".repeat(42)));
+        assert!(!is_token_shaped(&format!("{}=", "a".repeat(42))));
+        assert!(is_pairing_secret_shaped(&"A-_9".repeat(8)));
+        assert!(!is_pairing_secret_shaped(&"a".repeat(31)));
+        assert!(!is_pairing_secret_shaped(&"a".repeat(257)));
+        assert!(is_device_id("0123456789abcdef0123456789abcdef"));
+        assert!(!is_device_id("0123456789ABCDEF0123456789abcdef"));
+    }
+
+    #[test]
+    fn labels_are_cleaned() {
+        assert_eq!(clean_label("a\u{0}b\nc"), "abc");
+        assert_eq!(clean_label(&"x".repeat(300)).len(), 100);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let body = format!(
+            r#"{{"action":"pair","next_token":"{}","x":1}}"#,
+            "a".repeat(43)
+        );
+        assert!(serde_json::from_str::<AuthorizeRequest>(&body).is_err());
+    }
+}

@@ -1,0 +1,132 @@
+//! WebSocket close codes the gateway uses, with the reason each one stands for.
+//!
+//! The 4000–4999 range is reserved by RFC 6455 for applications; the extension reads
+//! these to decide whether to reconnect (going away, replaced) or to ask the user to
+//! pair again (revoked, expired, unauthorized).
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// A close code with its meaning. Serialised as the bare number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(into = "u16", try_from = "u16")]
+#[ts(type = "number")]
+pub enum CloseCode {
+    /// 1000: the peer finished normally.
+    Normal,
+    /// 1001: the server is shutting down; reconnect with backoff.
+    GoingAway,
+    /// 1008: a protocol rule was broken (handshake timeout, bad first frame, incompatible version).
+    PolicyViolation,
+    /// 1009: a message exceeded the size cap.
+    MessageTooBig,
+    /// 1011: an unexpected server error.
+    InternalError,
+    /// 4001: an administrator revoked this device; pair again.
+    Revoked,
+    /// 4002: the device grant expired; pair again.
+    Expired,
+    /// 4003: a newer connection of the same device replaced this one; do not fight it.
+    Replaced,
+    /// 4004: the credential is no longer valid (for example the store cannot confirm it).
+    Unauthorized,
+    /// 4005: the device was silent for longer than the liveness window.
+    IdleTimeout,
+}
+
+impl CloseCode {
+    /// Every code, for tables and tests.
+    pub const ALL: [CloseCode; 10] = [
+        CloseCode::Normal,
+        CloseCode::GoingAway,
+        CloseCode::PolicyViolation,
+        CloseCode::MessageTooBig,
+        CloseCode::InternalError,
+        CloseCode::Revoked,
+        CloseCode::Expired,
+        CloseCode::Replaced,
+        CloseCode::Unauthorized,
+        CloseCode::IdleTimeout,
+    ];
+
+    /// The number on the wire.
+    pub const fn code(self) -> u16 {
+        match self {
+            CloseCode::Normal => 1000,
+            CloseCode::GoingAway => 1001,
+            CloseCode::PolicyViolation => 1008,
+            CloseCode::MessageTooBig => 1009,
+            CloseCode::InternalError => 1011,
+            CloseCode::Revoked => 4001,
+            CloseCode::Expired => 4002,
+            CloseCode::Replaced => 4003,
+            CloseCode::Unauthorized => 4004,
+            CloseCode::IdleTimeout => 4005,
+        }
+    }
+
+    /// The close reason text sent with the code (short: the limit is 123 bytes).
+    pub const fn reason(self) -> &'static str {
+        match self {
+            CloseCode::Normal => "normal closure",
+            CloseCode::GoingAway => "server going away",
+            CloseCode::PolicyViolation => "protocol violation",
+            CloseCode::MessageTooBig => "message too big",
+            CloseCode::InternalError => "internal error",
+            CloseCode::Revoked => "device revoked",
+            CloseCode::Expired => "device grant expired",
+            CloseCode::Replaced => "replaced by a newer connection",
+            CloseCode::Unauthorized => "credential no longer valid",
+            CloseCode::IdleTimeout => "no sign of life",
+        }
+    }
+
+    /// Whether an extension receiving this code should reconnect on its own.
+    pub const fn should_reconnect(self) -> bool {
+        matches!(
+            self,
+            CloseCode::GoingAway
+                | CloseCode::InternalError
+                | CloseCode::IdleTimeout
+                | CloseCode::Normal
+        )
+    }
+}
+
+impl From<CloseCode> for u16 {
+    fn from(value: CloseCode) -> Self {
+        value.code()
+    }
+}
+
+/// A number that is not one of the gateway's close codes.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown close code {0}")]
+pub struct UnknownCloseCode(pub u16);
+
+impl TryFrom<u16> for CloseCode {
+    type Error = UnknownCloseCode;
+
+    fn try_from(value: u16) -> Result<Self, Self::Error> {
+        CloseCode::ALL
+            .into_iter()
+            .find(|c| c.code() == value)
+            .ok_or(UnknownCloseCode(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for code in CloseCode::ALL {
+            assert!(seen.insert(code.code()), "duplicate {}", code.code());
+            assert_eq!(CloseCode::try_from(code.code()).ok(), Some(code));
+            assert!(code.reason().len() <= 123);
+        }
+        assert!(CloseCode::try_from(4999).is_err());
+    }
+}

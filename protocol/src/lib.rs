@@ -1,0 +1,19 @@
+//! Every type that crosses a Latchkey wire.
+//!
+//! The extension-facing frames follow `wire-contract.md` (BrowserSkill protocol 1.x)
+//! to the letter; the HTTP API bodies are Latchkey's own. TypeScript bindings for the
+//! extension are generated from these types (see `bindings/` and the `bindings` test),
+//! never written by hand.
+
+pub mod api;
+pub mod authorize;
+pub mod close_code;
+pub mod error_code;
+pub mod frame;
+pub mod handshake;
+pub mod methods;
+pub mod ts_constants;
+
+pub use close_code::CloseCode;
+pub use error_code::{ErrorBody, ErrorCode};
+pub use frame::{ErrorFrame, EventFrame, Frame, FrameError, RequestFrame, SuccessFrame};

@@ -1,0 +1,167 @@
+//! Devices: list, get, rename, revoke one, revoke all. Revocation commits first and
+//! then closes the live socket by push (close code `revoked`), so the socket is gone
+//! within milliseconds rather than at the next poll.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use latchkey_protocol::api::{
+    DeviceList, DeviceStatus, DeviceView, RenameDeviceRequest, RevokeAllResult,
+};
+use latchkey_protocol::authorize::is_device_id;
+use latchkey_protocol::{CloseCode, ErrorCode};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::app::AppState;
+use crate::audit::{self, Event, action};
+use crate::auth::principal::AdminPrincipal;
+use crate::clock::rfc3339;
+use crate::store::DeviceRecord;
+
+fn view(state: &AppState, d: DeviceRecord) -> DeviceView {
+    let now = state.clock.now_ms();
+    let live = state.registry.status(&d.id);
+    let status = if d.revoked_at.is_some() {
+        DeviceStatus::Revoked
+    } else if d.expires_at <= now {
+        DeviceStatus::Expired
+    } else {
+        DeviceStatus::Active
+    };
+    let last_seen = match (live, d.last_seen_at) {
+        (Some((_, live_ms)), Some(stored)) => Some(live_ms.max(stored)),
+        (Some((_, live_ms)), None) => Some(live_ms),
+        (None, stored) => stored,
+    };
+    DeviceView {
+        id: d.id,
+        label: d.label,
+        browser_name: d.browser_name,
+        browser_version: d.browser_version,
+        owner: d.created_by,
+        created_at: rfc3339(d.created_at),
+        expires_at: rfc3339(d.expires_at),
+        renew_after: rfc3339(d.renew_after),
+        last_seen_at: last_seen.map(rfc3339),
+        revoked_at: d.revoked_at.map(rfc3339),
+        status,
+        online: live.is_some_and(|(online, _)| online),
+    }
+}
+
+/// A malformed id cannot exist; answer exactly as for an unknown one.
+fn checked_id(id: &str) -> Result<&str, ApiError> {
+    if is_device_id(id) {
+        Ok(id)
+    } else {
+        Err(ApiError::not_found("device"))
+    }
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<DeviceList>, ApiError> {
+    let devices = state.store.list_devices(&p.tenant_id).await?;
+    Ok(Json(DeviceList {
+        devices: devices.into_iter().map(|d| view(&state, d)).collect(),
+    }))
+}
+
+pub async fn get_one(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<DeviceView>, ApiError> {
+    let d = state
+        .store
+        .device(&p.tenant_id, checked_id(&id)?)
+        .await?
+        .ok_or_else(|| ApiError::not_found("device"))?;
+    Ok(Json(view(&state, d)))
+}
+
+pub async fn rename(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RenameDeviceRequest>,
+) -> Result<Json<DeviceView>, ApiError> {
+    let id = checked_id(&id)?;
+    let label = super::clean_name(&body.label, 100)
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidParams, "label must not be empty"))?;
+    let d = state
+        .store
+        .rename_device(&p.tenant_id, id, &label)
+        .await?
+        .ok_or_else(|| ApiError::not_found("device"))?;
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::DEVICE_RENAME,
+            target: audit::device_ref(id),
+            outcome: "ok",
+            detail: None,
+        })
+        .await;
+    Ok(Json(view(&state, d)))
+}
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<DeviceView>, ApiError> {
+    let id = checked_id(&id)?;
+    let now = state.clock.now_ms();
+    let d = state
+        .store
+        .revoke_device(&p.tenant_id, id, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("device"))?;
+    let was_online = state.registry.close(id, CloseCode::Revoked);
+    tracing::info!(tenant = %p.tenant_id, device = %id, was_online, "device revoked");
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::DEVICE_REVOKE,
+            target: audit::device_ref(id),
+            outcome: "ok",
+            detail: was_online.then(|| "live socket closed".to_string()),
+        })
+        .await;
+    Ok(Json(view(&state, d)))
+}
+
+pub async fn revoke_all(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<RevokeAllResult>, ApiError> {
+    let now = state.clock.now_ms();
+    let (ids, voided) = state.store.revoke_all_devices(&p.tenant_id, now).await?;
+    for id in &ids {
+        state.registry.close(id, CloseCode::Revoked);
+    }
+    tracing::info!(tenant = %p.tenant_id, devices = ids.len(), voided, "all devices revoked");
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::DEVICE_REVOKE_ALL,
+            target: "devices:*".to_string(),
+            outcome: "ok",
+            detail: Some(format!(
+                "{} devices revoked, {voided} pairing links voided",
+                ids.len()
+            )),
+        })
+        .await;
+    Ok(Json(RevokeAllResult {
+        revoked_devices: ids.len() as u64,
+        voided_pairings: voided,
+    }))
+}

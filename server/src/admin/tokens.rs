@@ -1,0 +1,117 @@
+//! API tokens: create (the secret is shown once), list, revoke.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use latchkey_protocol::ErrorCode;
+use latchkey_protocol::api::{CreateTokenRequest, Role, TokenCreated, TokenList, TokenView};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::app::AppState;
+use crate::audit::{Event, action};
+use crate::auth::principal::AdminPrincipal;
+use crate::auth::secret;
+use crate::clock::rfc3339;
+use crate::store::ApiTokenRecord;
+
+/// Longest token lifetime: ten years.
+const MAX_TOKEN_TTL_SECS: u64 = 10 * 366 * 86_400;
+
+fn view(t: ApiTokenRecord) -> TokenView {
+    TokenView {
+        role: Role::parse(&t.role).unwrap_or(Role::Agent),
+        id: t.id,
+        name: t.name,
+        created_at: rfc3339(t.created_at),
+        expires_at: t.expires_at.map(rfc3339),
+        revoked_at: t.revoked_at.map(rfc3339),
+        last_used_at: t.last_used_at.map(rfc3339),
+    }
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    ApiJson(body): ApiJson<CreateTokenRequest>,
+) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    let name = super::clean_name(&body.name, 64)
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidParams, "name must not be empty"))?;
+    if body
+        .ttl_secs
+        .is_some_and(|t| t == 0 || t > MAX_TOKEN_TTL_SECS)
+    {
+        return Err(ApiError::new(
+            ErrorCode::InvalidParams,
+            "ttl_secs must be 1..=316224000",
+        ));
+    }
+    let now = state.clock.now_ms();
+    let token = secret::new_api_token();
+    let record = ApiTokenRecord {
+        id: format!("tok_{}", secret::random_hex(8)),
+        tenant_id: p.tenant_id.clone(),
+        name,
+        role: body.role.as_str().to_string(),
+        token_hash: secret::hash(&token),
+        created_at: now,
+        expires_at: body
+            .ttl_secs
+            .map(|t| now.saturating_add(i64::try_from(t * 1000).unwrap_or(i64::MAX))),
+        revoked_at: None,
+        last_used_at: None,
+    };
+    state.store.insert_api_token(&record).await?;
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::TOKEN_CREATE,
+            target: format!("token:{}", record.id),
+            outcome: "ok",
+            detail: Some(format!("role {}", record.role)),
+        })
+        .await;
+    Ok((
+        StatusCode::CREATED,
+        Json(TokenCreated {
+            view: view(record),
+            token,
+        }),
+    ))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<TokenList>, ApiError> {
+    let tokens = state.store.list_api_tokens(&p.tenant_id).await?;
+    Ok(Json(TokenList {
+        tokens: tokens.into_iter().map(view).collect(),
+    }))
+}
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<TokenView>, ApiError> {
+    let now = state.clock.now_ms();
+    let token = state
+        .store
+        .revoke_api_token(&p.tenant_id, &id, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("token"))?;
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::TOKEN_REVOKE,
+            target: format!("token:{}", token.id),
+            outcome: "ok",
+            detail: None,
+        })
+        .await;
+    Ok(Json(view(token)))
+}

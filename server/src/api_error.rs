@@ -1,0 +1,106 @@
+//! The error every admin and agent API handler returns: a stable code, a human
+//! message, and for retryable refusals a `Retry-After`. Status codes come from the
+//! protocol crate's one table.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use latchkey_protocol::error_code::ApiErrorBody;
+use latchkey_protocol::{ErrorBody, ErrorCode};
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub retry_after_secs: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            retry_after_secs: None,
+        }
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(ErrorCode::NotFound, format!("no such {what}"))
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidRequest, message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            ErrorCode::Unauthorized,
+            "missing, unknown, expired or revoked API token",
+        )
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(_) => {
+                tracing::warn!(error = %e, "store unavailable");
+                ApiError::new(
+                    ErrorCode::StoreUnavailable,
+                    "the store is unavailable; retry shortly",
+                )
+                .retry_after(1)
+            }
+            StoreError::Conflict(_) => ApiError::invalid("conflicts with an existing record"),
+            StoreError::Internal(_) => {
+                tracing::error!(error = %e, "store error");
+                ApiError::new(ErrorCode::Internal, "internal error")
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = ApiErrorBody {
+            error: ErrorBody::new(self.code, self.message),
+        };
+        let mut response = (status, Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// JSON body extraction whose failures are our `invalid_request`, not axum's text.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> axum::extract::FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            // The rejection text names the field and the problem, never the value.
+            Err(rejection) => Err(ApiError::invalid(rejection.body_text())),
+        }
+    }
+}

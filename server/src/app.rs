@@ -1,0 +1,98 @@
+//! Shared state (cheap-to-clone room handles, no global lock) and the HTTP router.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use latchkey_protocol::ErrorCode;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::api_error::ApiError;
+use crate::audit::Audit;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::limits::rate::PeerRateLimiter;
+use crate::router::DeviceRegistry;
+use crate::store::Store;
+
+/// Peers tracked by each keyed rate limiter before new peers share an overflow bucket.
+pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub config: Arc<Config>,
+    pub clock: Clock,
+    pub registry: DeviceRegistry,
+    pub authorize_limiter: Arc<PeerRateLimiter>,
+    pub audit: Audit,
+    /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
+    pub public_base: Arc<str>,
+    /// Cancelled when the server starts draining.
+    pub shutdown: CancellationToken,
+    /// Every connection task, so shutdown can wait for them.
+    pub tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("backend", &self.store.backend())
+            .field("public_base", &self.public_base)
+            .finish_non_exhaustive()
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(crate::extension::routes())
+        .merge(crate::admin::routes())
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(fallback)
+        .layer(middleware::from_fn(request_span))
+        .with_state(state)
+}
+
+/// A span per request with method and path only: never headers, query or body.
+async fn request_span(request: Request, next: Next) -> Response {
+    let span = tracing::info_span!(
+        "http",
+        method = %request.method(),
+        path = %request.uri().path(),
+        tenant = tracing::field::Empty,
+    );
+    async move {
+        let response = next.run(request).await;
+        tracing::debug!(status = response.status().as_u16(), "request done");
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: the store answers and the server is not draining.
+async fn readyz(State(state): State<AppState>) -> Response {
+    if state.shutdown.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();
+    }
+    match state.store.ping().await {
+        Ok(()) => "ready".into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "store unavailable").into_response(),
+    }
+}
+
+async fn fallback() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "no such endpoint")
+}

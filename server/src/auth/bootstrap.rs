@@ -1,0 +1,127 @@
+//! First start: an empty store gets tenant `default` and an admin token, written to
+//! `<data-dir>/bootstrap-admin-token` with mode 0600. Also the operator's
+//! `tenant create`.
+
+use std::io::Write;
+use std::path::Path;
+
+use latchkey_protocol::api::Role;
+
+use crate::auth::secret;
+use crate::store::{ApiTokenRecord, Store, StoreError, TenantRecord};
+
+/// Name of the file that receives the first admin token.
+pub const BOOTSTRAP_TOKEN_FILE: &str = "bootstrap-admin-token";
+/// Name of the tenant created on first start.
+pub const DEFAULT_TENANT: &str = "default";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write {path}: {source}")]
+    File {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("a tenant named {0:?} already exists")]
+    TenantExists(String),
+    #[error("tenant names are 1-64 characters of a-z, 0-9, '-' and '_'")]
+    BadTenantName,
+}
+
+/// A tenant with its first admin token (the plaintext, shown once).
+#[derive(Debug)]
+pub struct NewTenant {
+    pub tenant: TenantRecord,
+    pub admin_token: String,
+}
+
+fn new_tenant_records(name: &str, now: i64) -> (TenantRecord, ApiTokenRecord, String) {
+    let tenant = TenantRecord {
+        id: format!("tn_{}", secret::random_hex(8)),
+        name: name.to_string(),
+        created_at: now,
+    };
+    let token = secret::new_api_token();
+    let record = ApiTokenRecord {
+        id: format!("tok_{}", secret::random_hex(8)),
+        tenant_id: tenant.id.clone(),
+        name: "bootstrap".to_string(),
+        role: Role::Admin.as_str().to_string(),
+        token_hash: secret::hash(&token),
+        created_at: now,
+        expires_at: None,
+        revoked_at: None,
+        last_used_at: None,
+    };
+    (tenant, record, token)
+}
+
+/// Create the default tenant if the store has none. Returns the new admin token
+/// only on the start that created it.
+pub async fn bootstrap_if_empty(
+    store: &dyn Store,
+    data_dir: &Path,
+    now: i64,
+) -> Result<Option<NewTenant>, BootstrapError> {
+    let (tenant, record, token) = new_tenant_records(DEFAULT_TENANT, now);
+    if !store.bootstrap(&tenant, &record).await? {
+        return Ok(None);
+    }
+    write_secret_file(&data_dir.join(BOOTSTRAP_TOKEN_FILE), &token)?;
+    Ok(Some(NewTenant {
+        tenant,
+        admin_token: token,
+    }))
+}
+
+/// `latchkeyd tenant create NAME`.
+pub async fn create_tenant(
+    store: &dyn Store,
+    name: &str,
+    now: i64,
+) -> Result<NewTenant, BootstrapError> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !valid {
+        return Err(BootstrapError::BadTenantName);
+    }
+    if store.tenant_by_name(name).await?.is_some() {
+        return Err(BootstrapError::TenantExists(name.to_string()));
+    }
+    let (tenant, record, token) = new_tenant_records(name, now);
+    store.create_tenant(&tenant).await.map_err(|e| match e {
+        StoreError::Conflict(_) => BootstrapError::TenantExists(name.to_string()),
+        other => other.into(),
+    })?;
+    store.insert_api_token(&record).await?;
+    Ok(NewTenant {
+        tenant,
+        admin_token: token,
+    })
+}
+
+fn write_secret_file(path: &Path, contents: &str) -> Result<(), BootstrapError> {
+    let err = |source| BootstrapError::File {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(err)?;
+    file.write_all(contents.as_bytes()).map_err(err)?;
+    file.write_all(b"\n").map_err(err)?;
+    file.sync_all().map_err(err)
+}

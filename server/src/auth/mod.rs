@@ -1,0 +1,6 @@
+//! Credentials: generating and hashing secrets, API-token principals, and the
+//! bootstrap of the first tenant.
+
+pub mod bootstrap;
+pub mod principal;
+pub mod secret;

@@ -1,0 +1,94 @@
+//! Who is calling the HTTP API: an API token resolved to its tenant and role.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use latchkey_protocol::ErrorCode;
+use latchkey_protocol::api::Role;
+
+use crate::api_error::ApiError;
+use crate::app::AppState;
+use crate::auth::secret;
+
+/// An authenticated API caller. Every handler scopes its queries by `tenant_id`.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub tenant_id: String,
+    pub token_id: String,
+    pub token_name: String,
+    pub role: Role,
+}
+
+impl Principal {
+    pub fn actor(&self) -> String {
+        crate::audit::token_actor(&self.token_name)
+    }
+}
+
+/// A caller whose token has the admin role.
+#[derive(Debug, Clone)]
+pub struct AdminPrincipal(pub Principal);
+
+/// The bearer credential of a request: exactly one `Authorization: Bearer <x>`.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let mut values = parts.headers.get_all(AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let text = value.to_str().ok()?;
+    let (scheme, credential) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let credential = credential.trim();
+    (!credential.is_empty() && !credential.contains(' ')).then_some(credential)
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let credential = bearer(parts).ok_or_else(ApiError::unauthorized)?;
+        let hash = secret::hash(credential);
+        let token = state
+            .store
+            .api_token_by_hash(&hash)
+            .await?
+            .filter(|t| secret::ct_eq(&t.token_hash, &hash))
+            .ok_or_else(ApiError::unauthorized)?;
+        let now = state.clock.now_ms();
+        if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
+            return Err(ApiError::unauthorized());
+        }
+        let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
+        // Recorded at most once a minute per token, so reads do not become writes.
+        if token.last_used_at.is_none_or(|t| now - t > 60_000)
+            && let Err(e) = state.store.touch_api_token(&token.id, now).await
+        {
+            tracing::debug!(error = %e, "last_used_at not updated");
+        }
+        tracing::Span::current().record("tenant", tracing::field::display(&token.tenant_id));
+        Ok(Principal {
+            tenant_id: token.tenant_id,
+            token_id: token.id,
+            token_name: token.name,
+            role,
+        })
+    }
+}
+
+impl FromRequestParts<AppState> for AdminPrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        if p.role != Role::Admin {
+            return Err(ApiError::new(
+                ErrorCode::PermissionDenied,
+                "this needs an admin token",
+            ));
+        }
+        Ok(AdminPrincipal(p))
+    }
+}

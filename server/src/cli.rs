@@ -1,0 +1,262 @@
+//! The `latchkeyd` command line: `serve`, `migrate`, `check-config`, `tenant
+//! create|list`. Every option also reads `LATCHKEY_<NAME>` and the TOML file given
+//! with `--config`; flags win over variables, which win over the file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use ipnet::IpNet;
+
+use crate::config::{Config, ConfigError, LogFormat, TlsFiles};
+use crate::{auth::bootstrap, clock::Clock, open_store, telemetry};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "latchkeyd",
+    version,
+    about = "Latchkey gateway: lend a home browser to cloud agents, safely"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gateway.
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Print the resolved configuration (secrets masked) and every problem with it.
+    CheckConfig,
+    /// Operator commands on tenants (run against the same store as the server).
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant and print its first admin token, once.
+    Create { name: String },
+    /// List tenants.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// TOML configuration file.
+    #[arg(long, global = true, env = "LATCHKEY_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:52800].
+    #[arg(long, global = true, env = "LATCHKEY_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Public base URL extensions dial, e.g. wss://gw.example.com.
+    #[arg(long, global = true, env = "LATCHKEY_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Data directory (holds the SQLite file) [default: ./latchkey-data].
+    #[arg(long, global = true, env = "LATCHKEY_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// postgres://… selects PostgreSQL instead of SQLite.
+    #[arg(
+        long,
+        global = true,
+        env = "LATCHKEY_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+    /// PEM certificate chain for native TLS.
+    #[arg(long, global = true, env = "LATCHKEY_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for native TLS.
+    #[arg(long, global = true, env = "LATCHKEY_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CIDR of a proxy whose X-Forwarded-For is trusted (repeatable).
+    #[arg(
+        long = "trusted-proxy",
+        global = true,
+        env = "LATCHKEY_TRUSTED_PROXY",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<IpNet>,
+    /// Allow only these extension ids (repeatable).
+    #[arg(
+        long = "allowed-extension-id",
+        global = true,
+        env = "LATCHKEY_ALLOWED_EXTENSION_ID",
+        value_delimiter = ','
+    )]
+    pub allowed_extension_ids: Vec<String>,
+    /// Local mode: loopback only, for an agent on the browser's own machine.
+    #[arg(long, global = true, env = "LATCHKEY_LOCAL")]
+    pub local: bool,
+    /// Log format.
+    #[arg(long, global = true, env = "LATCHKEY_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+}
+
+impl ConfigArgs {
+    /// File (or defaults), then variables and flags on top.
+    pub fn resolve(&self) -> Result<Config, ConfigError> {
+        let mut c = match &self.config {
+            Some(path) => Config::from_toml_file(path)?,
+            None => Config::default(),
+        };
+        if let Some(v) = self.listen {
+            c.listen = v;
+        }
+        if let Some(v) = &self.public_url {
+            c.public_url = Some(v.clone());
+        }
+        if let Some(v) = &self.data_dir {
+            c.data_dir = v.clone();
+        }
+        if let Some(v) = &self.database_url {
+            c.database_url = Some(v.clone());
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            c.tls = Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            });
+        }
+        if !self.trusted_proxies.is_empty() {
+            c.trusted_proxies = self.trusted_proxies.clone();
+        }
+        if !self.allowed_extension_ids.is_empty() {
+            c.allowed_extension_ids = self.allowed_extension_ids.clone();
+        }
+        if self.local {
+            c.local = true;
+        }
+        if let Some(v) = self.log_format {
+            c.log_format = v;
+        }
+        Ok(c)
+    }
+}
+
+/// Parse the process arguments and run.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("latchkeyd: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("latchkeyd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = cli.config.resolve()?;
+    match cli.command {
+        Command::Serve => serve(config).await,
+        Command::CheckConfig => check_config(config).await,
+        Command::Migrate => {
+            config.validate()?;
+            let store = open_store(&config).await?;
+            store.migrate().await?;
+            println!("migrations applied ({})", store.backend());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tenant(cmd) => {
+            let store = open_store(&config).await?;
+            store.migrate().await?;
+            match cmd {
+                TenantCommand::Create { name } => {
+                    let t =
+                        bootstrap::create_tenant(store.as_ref(), &name, Clock::system().now_ms())
+                            .await?;
+                    println!("tenant {} created ({})", t.tenant.name, t.tenant.id);
+                    println!("admin token (shown once): {}", t.admin_token);
+                }
+                TenantCommand::List => {
+                    for t in store.list_tenants().await? {
+                        println!(
+                            "{}\t{}\t{}",
+                            t.id,
+                            t.name,
+                            crate::clock::rfc3339(t.created_at)
+                        );
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<ExitCode> {
+    telemetry::init_logging(config.log_format).map_err(anyhow::Error::msg)?;
+    let data_dir = config.data_dir.clone();
+    let handle = crate::bind(config).await?;
+    if let Some(b) = &handle.bootstrap {
+        // Printed to the terminal once, never logged; also in the 0600 file.
+        println!(
+            "Created tenant `default`. Admin token (shown once, also in {}):\n  {}",
+            data_dir.join(bootstrap::BOOTSTRAP_TOKEN_FILE).display(),
+            b.admin_token
+        );
+    }
+    println!(
+        "latchkeyd listening on {} (extensions dial {}/extension)",
+        handle.public_addr, handle.public_base
+    );
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    handle.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+async fn check_config(config: Config) -> anyhow::Result<ExitCode> {
+    let masked = config.masked();
+    println!(
+        "{}",
+        toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}"))
+    );
+    let mut problems: Vec<String> = config.problems().into_iter().map(|p| p.0).collect();
+    if problems.is_empty()
+        && let Err(e) = open_store(&config).await
+    {
+        problems.push(format!("store not reachable: {e}"));
+    }
+    if problems.is_empty() {
+        println!("# configuration OK");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{} problem(s):", problems.len());
+        for p in &problems {
+            eprintln!("  - {p}");
+        }
+        Ok(ExitCode::from(2))
+    }
+}

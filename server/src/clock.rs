@@ -1,0 +1,103 @@
+//! Wall-clock time for grants and expiry, with a test-only offset.
+//!
+//! Grant lifetimes are days long, so tests cannot wait for them. Every time-based
+//! decision reads [`Clock::now_ms`]; tests move the clock forward with
+//! [`Clock::advance`], and tasks that sleep until a wall-clock instant (a grant's
+//! expiry) re-plan when [`Clock::changed`] fires.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::watch;
+
+#[derive(Debug, Clone)]
+pub struct Clock {
+    inner: Arc<ClockInner>,
+}
+
+#[derive(Debug)]
+struct ClockInner {
+    offset_ms: AtomicI64,
+    changed: watch::Sender<i64>,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl Clock {
+    /// The system clock, no offset.
+    pub fn system() -> Self {
+        let (changed, _) = watch::channel(0);
+        Self {
+            inner: Arc::new(ClockInner {
+                offset_ms: AtomicI64::new(0),
+                changed,
+            }),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> i64 {
+        let real = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        real.saturating_add(self.inner.offset_ms.load(Ordering::Relaxed))
+    }
+
+    /// Move this clock forward (tests only; production never calls it).
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        let new = self.inner.offset_ms.fetch_add(by, Ordering::Relaxed) + by;
+        self.inner.changed.send_replace(new);
+    }
+
+    /// Fires whenever the clock jumps.
+    pub fn changed(&self) -> watch::Receiver<i64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// How long from now until the wall-clock instant `at_ms` (zero if past).
+    pub fn until(&self, at_ms: i64) -> Duration {
+        let ms = at_ms.saturating_sub(self.now_ms()).max(0);
+        Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    }
+}
+
+/// RFC 3339 text for a Unix-millisecond instant (UTC).
+pub fn rfc3339(ms: i64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advance_moves_now_and_notifies() {
+        let clock = Clock::system();
+        let rx = clock.changed();
+        let before = clock.now_ms();
+        clock.advance(Duration::from_secs(3600));
+        assert!(clock.now_ms() - before >= 3_600_000);
+        assert!(rx.has_changed().unwrap_or(false));
+        assert_eq!(clock.until(clock.now_ms() - 5), Duration::ZERO);
+    }
+
+    #[test]
+    fn formats_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_500), "1970-01-01T00:00:01.5Z");
+    }
+}

@@ -1,0 +1,374 @@
+//! Server configuration: defaults, the TOML file, `LATCHKEY_*` variables and flags
+//! resolve into one [`Config`], which [`Config::problems`] checks as a whole so an
+//! operator sees every mistake at once.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+/// Default listen address: the port local BrowserSkill extensions dial.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:52800";
+
+/// PEM files for native TLS termination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+/// Every tunable limit, with the defaults of design §7 and contract §9.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Default pairing link lifetime.
+    pub pairing_ttl_secs: u64,
+    /// Longest pairing link lifetime an admin may ask for.
+    pub pairing_ttl_max_secs: u64,
+    /// Unused, unexpired pairing links a tenant may hold.
+    pub max_unused_pairings: u32,
+    /// Device grant lifetime.
+    pub device_ttl_secs: u64,
+    /// When the extension should renew, counted from the grant.
+    pub renew_after_secs: u64,
+    /// `/extension/authorize` requests per peer address per minute.
+    pub authorize_per_minute: u32,
+    /// First-frame limit after the upgrade.
+    pub handshake_timeout_ms: u64,
+    /// Drop a device silent this long (after its first heartbeat).
+    pub liveness_timeout_ms: u64,
+    /// How often silence is checked.
+    pub reaper_interval_ms: u64,
+    /// How often a live connection re-reads its grant from the store.
+    pub grant_recheck_ms: u64,
+    /// Close live sockets after the store has been unreadable this long (fail closed).
+    pub store_failure_grace_ms: u64,
+    /// Largest WebSocket message and frame.
+    pub max_message_bytes: usize,
+    /// TLS handshake and HTTP header read limit per new connection.
+    pub setup_timeout_ms: u64,
+    /// How long an `/authorize` body may take to arrive.
+    pub body_timeout_ms: u64,
+    /// SQLite writer lock wait before a request is answered 503.
+    pub sqlite_busy_timeout_ms: u64,
+    /// PostgreSQL connection wait before a request is answered 503.
+    pub pg_acquire_timeout_ms: u64,
+    /// Graceful shutdown budget.
+    pub drain_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        const DAY: u64 = 86_400;
+        Self {
+            pairing_ttl_secs: 300,
+            pairing_ttl_max_secs: 3600,
+            max_unused_pairings: 100,
+            device_ttl_secs: 90 * DAY,
+            renew_after_secs: 30 * DAY,
+            authorize_per_minute: 60,
+            handshake_timeout_ms: 5_000,
+            liveness_timeout_ms: 60_000,
+            reaper_interval_ms: 15_000,
+            grant_recheck_ms: 5_000,
+            store_failure_grace_ms: 30_000,
+            max_message_bytes: 16 << 20,
+            setup_timeout_ms: 5_000,
+            body_timeout_ms: 5_000,
+            sqlite_busy_timeout_ms: 500,
+            pg_acquire_timeout_ms: 3_000,
+            drain_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Limits {
+    pub fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+}
+
+/// The resolved configuration `bind` runs with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Base URL the extension dials (`wss://host[:port][/prefix]`); derived from the
+    /// listener when absent.
+    pub public_url: Option<String>,
+    pub data_dir: PathBuf,
+    /// `postgres://…` selects PostgreSQL; absent means SQLite in `data_dir`.
+    pub database_url: Option<String>,
+    pub tls: Option<TlsFiles>,
+    /// Proxies whose `X-Forwarded-For` is believed (nginx `real_ip_recursive`).
+    pub trusted_proxies: Vec<IpNet>,
+    /// Local mode (design §6): loopback only.
+    pub local: bool,
+    /// When non-empty, only these extension ids may connect.
+    pub allowed_extension_ids: Vec<String>,
+    /// Shown to the extension as `service_name`.
+    pub service_name: String,
+    pub log_format: LogFormat,
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 52800)),
+            public_url: None,
+            data_dir: PathBuf::from("./latchkey-data"),
+            database_url: None,
+            tls: None,
+            trusted_proxies: Vec::new(),
+            local: false,
+            allowed_extension_ids: Vec::new(),
+            service_name: "Latchkey".to_string(),
+            log_format: LogFormat::Human,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A configuration mistake, reported with all the others.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigProblem(pub String);
+
+/// Errors while reading configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is invalid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<ConfigProblem>),
+}
+
+fn is_loopback_host(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+/// Whether `id` is a Chromium extension id: 32 characters `a`–`p`.
+pub fn is_extension_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| (b'a'..=b'p').contains(&b))
+}
+
+impl Config {
+    /// Read a TOML file; unknown keys are errors.
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Every problem with this configuration (empty when it is usable).
+    pub fn problems(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        let mut problem = |s: String| out.push(ConfigProblem(s));
+        let loopback = self.listen.ip().is_loopback();
+        if let Some(tls) = &self.tls {
+            for (what, path) in [("tls cert", &tls.cert), ("tls key", &tls.key)] {
+                if !path.is_file() {
+                    problem(format!("{what} {} is not a readable file", path.display()));
+                }
+            }
+            if tls.cert.is_file()
+                && tls.key.is_file()
+                && let Err(e) = crate::transport::tls::load_server_config(tls)
+            {
+                problem(format!("TLS files do not load: {e}"));
+            }
+        } else if !loopback && self.trusted_proxies.is_empty() {
+            problem(format!(
+                "refusing plain (non-TLS) listening on non-loopback {}: give --tls-cert/--tls-key, \
+                 or --trusted-proxy for the TLS-terminating proxy in front",
+                self.listen
+            ));
+        }
+        if !loopback && self.public_url.is_none() {
+            problem(format!(
+                "listening on {} needs --public-url (the wss:// address extensions dial)",
+                self.listen
+            ));
+        }
+        if self.local && !loopback {
+            problem(format!(
+                "--local requires a loopback listen address, not {}",
+                self.listen
+            ));
+        }
+        if let Some(public) = &self.public_url {
+            match url::Url::parse(public) {
+                Err(e) => problem(format!("public URL {public:?} does not parse: {e}")),
+                Ok(u) => {
+                    let host = u.host();
+                    let secure = matches!(u.scheme(), "https" | "wss");
+                    let plain = matches!(u.scheme(), "http" | "ws");
+                    if !secure && !plain {
+                        problem(format!(
+                            "public URL scheme must be wss or https, not {:?}",
+                            u.scheme()
+                        ));
+                    }
+                    if plain && !host.as_ref().is_some_and(is_loopback_host) {
+                        problem(
+                            "public URL must be wss:// (plain ws:// only for loopback hosts)"
+                                .into(),
+                        );
+                    }
+                    if plain && !self.trusted_proxies.is_empty() {
+                        problem(
+                            "behind a trusted proxy the public URL must still be wss://".into(),
+                        );
+                    }
+                    if !u.username().is_empty() || u.password().is_some() {
+                        problem("public URL must not carry user info".into());
+                    }
+                    if u.query().is_some() || u.fragment().is_some() {
+                        problem("public URL must not carry a query or fragment".into());
+                    }
+                }
+            }
+        }
+        if let Some(db) = &self.database_url
+            && !(db.starts_with("postgres://") || db.starts_with("postgresql://"))
+        {
+            problem(
+                "database URL must start with postgres:// (SQLite is the default without one)"
+                    .into(),
+            );
+        }
+        for id in &self.allowed_extension_ids {
+            if !is_extension_id(id) {
+                problem(format!(
+                    "allowed extension id {id:?} is not 32 characters a-p"
+                ));
+            }
+        }
+        let l = &self.limits;
+        if !(1..=3600).contains(&l.pairing_ttl_max_secs) {
+            problem("limits.pairing_ttl_max_secs must be 1..=3600".into());
+        }
+        if l.pairing_ttl_secs == 0 || l.pairing_ttl_secs > l.pairing_ttl_max_secs {
+            problem("limits.pairing_ttl_secs must be 1..=pairing_ttl_max_secs".into());
+        }
+        if l.device_ttl_secs == 0 || l.device_ttl_secs > 366 * 86_400 {
+            problem("limits.device_ttl_secs must be at most 366 days".into());
+        }
+        if l.renew_after_secs == 0 || l.renew_after_secs >= l.device_ttl_secs {
+            problem("limits.renew_after_secs must be below device_ttl_secs".into());
+        }
+        if !(1..=60_000).contains(&l.authorize_per_minute) {
+            problem("limits.authorize_per_minute must be 1..=60000".into());
+        }
+        if l.max_message_bytes < 16 << 20 {
+            problem("limits.max_message_bytes must be at least 16 MiB (contract §1.1)".into());
+        }
+        if l.liveness_timeout_ms < 60_000 && !cfg!(debug_assertions) {
+            problem("limits.liveness_timeout_ms must be at least 60000 (contract §4)".into());
+        }
+        out
+    }
+
+    /// `Ok` when [`problems`](Self::problems) is empty.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
+    /// A copy safe to print: the database password is masked.
+    pub fn masked(&self) -> Config {
+        let mut c = self.clone();
+        if let Some(db) = &c.database_url
+            && let Ok(mut u) = url::Url::parse(db)
+            && u.password().is_some()
+        {
+            let _ = u.set_password(Some("****"));
+            c.database_url = Some(u.to_string());
+        }
+        c
+    }
+
+    /// Whether requests from `ip` may claim another client address.
+    pub fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|n| n.contains(&ip))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(Config::default().problems(), vec![]);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let c = Config {
+            listen: "0.0.0.0:443".parse().expect("addr"),
+            public_url: Some("ws://gw.example.com".into()),
+            database_url: Some("mysql://x".into()),
+            allowed_extension_ids: vec!["nope".into()],
+            tls: Some(TlsFiles {
+                cert: "/nonexistent/cert.pem".into(),
+                key: "/nonexistent/key.pem".into(),
+            }),
+            ..Config::default()
+        };
+        let p = c.problems();
+        assert_eq!(p.len(), 5, "{p:?}");
+    }
+
+    #[test]
+    fn plain_non_loopback_needs_a_trusted_proxy_and_wss() {
+        let mut c = Config {
+            listen: "0.0.0.0:8080".parse().expect("addr"),
+            public_url: Some("wss://gw.example.com".into()),
+            ..Config::default()
+        };
+        assert_eq!(c.problems().len(), 1);
+        c.trusted_proxies = vec!["10.0.0.0/8".parse().expect("net")];
+        assert_eq!(c.problems(), vec![]);
+    }
+
+    #[test]
+    fn masks_database_password() {
+        let c = Config {
+            database_url: Some("postgres://u:secret@db/x".into()),
+            ..Config::default()
+        };
+        let m = c.masked();
+        assert!(!m.database_url.unwrap_or_default().contains("secret"));
+    }
+}

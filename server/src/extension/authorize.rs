@@ -1,0 +1,233 @@
+//! `POST /extension/authorize` (contract §2.2–2.3): redeem a pairing secret, or
+//! rotate a device token with exact-retry idempotency. Every change is committed
+//! before the reply, so a lost reply can be retried exactly, even across a restart.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::to_bytes;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use latchkey_protocol::authorize::{
+    AuthorizeAction, AuthorizeGrant, AuthorizeRequest, MAX_BODY_BYTES, clean_label,
+    is_pairing_secret_shaped, is_token_shaped,
+};
+use tracing::{debug, info};
+
+use super::reply::Refusal;
+use crate::app::AppState;
+use crate::audit::{self, Event, action};
+use crate::auth::secret;
+use crate::clock::rfc3339;
+use crate::limits::client_ip::client_ip;
+use crate::store::{DeviceRecord, GrantTimes, NewDevice, RotateOutcome, StoreError};
+
+/// The label used when the extension sends none.
+const DEFAULT_DEVICE_LABEL: &str = "Browser";
+
+/// Exactly one `Authorization: Bearer <credential>`.
+fn bearer(request: &Request) -> Option<&str> {
+    let mut values = request.headers().get_all(AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return None;
+    };
+    let credential = value.to_str().ok()?.strip_prefix("Bearer ")?;
+    (!credential.is_empty() && !credential.contains([' ', ','])).then_some(credential)
+}
+
+fn is_json(request: &Request) -> bool {
+    request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn store_refusal(e: &StoreError) -> Refusal {
+    match e {
+        // A credential colliding with an existing one can only be a replay or an attack.
+        StoreError::Conflict(_) => Refusal::UNAUTHORIZED,
+        other => {
+            tracing::warn!(error = %other, "store error during authorize");
+            Refusal::STORE_BUSY
+        }
+    }
+}
+
+pub async fn authorize(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    match authorize_inner(&state, peer, request).await {
+        Ok(grant) => {
+            let mut response = Json(grant).into_response();
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        Err(refusal) => {
+            debug!(status = refusal.status.as_u16(), "authorize refused");
+            refusal.into_response()
+        }
+    }
+}
+
+async fn authorize_inner(
+    state: &AppState,
+    peer: SocketAddr,
+    request: Request,
+) -> Result<AuthorizeGrant, Refusal> {
+    let client = client_ip(peer, request.headers(), &state.config.trusted_proxies);
+    state
+        .authorize_limiter
+        .check(client)
+        .map_err(|_| Refusal::RATE_LIMITED)?;
+    if request.uri().query().is_some() {
+        return Err(Refusal::UNAUTHORIZED);
+    }
+    let credential = bearer(&request).ok_or(Refusal::UNAUTHORIZED)?.to_string();
+    if !is_json(&request) {
+        return Err(Refusal::BAD_REQUEST);
+    }
+    let body_timeout = Duration::from_millis(state.config.limits.body_timeout_ms);
+    let body = tokio::time::timeout(body_timeout, to_bytes(request.into_body(), MAX_BODY_BYTES))
+        .await
+        .map_err(|_| Refusal::BAD_REQUEST)?
+        .map_err(|_| Refusal::BAD_REQUEST)?;
+    let body: AuthorizeRequest = serde_json::from_slice(&body).map_err(|_| Refusal::BAD_REQUEST)?;
+    if !is_token_shaped(&body.next_token) {
+        return Err(Refusal::BAD_REQUEST);
+    }
+    match body.action {
+        AuthorizeAction::Pair => pair(state, &credential, &body).await,
+        AuthorizeAction::Renew => renew(state, &credential, &body).await,
+    }
+}
+
+fn grant(state: &AppState, d: &DeviceRecord) -> AuthorizeGrant {
+    AuthorizeGrant {
+        device_id: d.id.clone(),
+        expires_at: rfc3339(d.expires_at),
+        renew_after: rfc3339(d.renew_after),
+        service_name: Some(state.config.service_name.clone()),
+    }
+}
+
+fn grant_times(state: &AppState) -> GrantTimes {
+    let now = state.clock.now_ms();
+    let ms = |secs: u64| i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    GrantTimes {
+        now,
+        expires_at: now.saturating_add(ms(state.config.limits.device_ttl_secs)),
+        renew_after: now.saturating_add(ms(state.config.limits.renew_after_secs)),
+    }
+}
+
+async fn pair(
+    state: &AppState,
+    secret_text: &str,
+    body: &AuthorizeRequest,
+) -> Result<AuthorizeGrant, Refusal> {
+    if !is_pairing_secret_shaped(secret_text) {
+        return Err(Refusal::UNAUTHORIZED);
+    }
+    let times = grant_times(state);
+    let label = body
+        .label
+        .as_deref()
+        .map(clean_label)
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| DEFAULT_DEVICE_LABEL.to_string());
+    let new_device = NewDevice {
+        id: secret::random_hex(16),
+        label,
+        token_hash: secret::hash(&body.next_token),
+        created_at: times.now,
+        expires_at: times.expires_at,
+        renew_after: times.renew_after,
+    };
+    let device = state
+        .store
+        .redeem_pairing(&secret::hash(secret_text), &new_device)
+        .await
+        .map_err(|e| store_refusal(&e))?
+        .ok_or(Refusal::UNAUTHORIZED)?;
+    crate::failpoint::hit("authorize.after_commit");
+    info!(tenant = %device.tenant_id, device = %device.id, "device paired");
+    state
+        .audit
+        .record(Event {
+            tenant_id: &device.tenant_id,
+            actor: audit::device_ref(&device.id),
+            action: action::DEVICE_PAIR,
+            target: audit::device_ref(&device.id),
+            outcome: "ok",
+            detail: Some(format!("pairing created by {}", device.created_by)),
+        })
+        .await;
+    Ok(grant(state, &device))
+}
+
+async fn renew(
+    state: &AppState,
+    current: &str,
+    body: &AuthorizeRequest,
+) -> Result<AuthorizeGrant, Refusal> {
+    if !is_token_shaped(current) || secret::ct_eq(current, &body.next_token) {
+        return Err(Refusal::UNAUTHORIZED);
+    }
+    let outcome = state
+        .store
+        .rotate_device_token(
+            &secret::hash(current),
+            &secret::hash(&body.next_token),
+            grant_times(state),
+        )
+        .await
+        .map_err(|e| store_refusal(&e))?;
+    let (device, act) = match outcome {
+        RotateOutcome::Rotated(d) => {
+            crate::failpoint::hit("authorize.after_commit");
+            (d, action::DEVICE_RENEW)
+        }
+        RotateOutcome::ExactRetry(d) => (d, action::DEVICE_RENEW_RETRY),
+        RotateOutcome::Refused(known) => {
+            if let Some((tenant_id, device_id)) = known {
+                info!(tenant = %tenant_id, device = %device_id, "renewal refused");
+                state
+                    .audit
+                    .record(Event {
+                        tenant_id: &tenant_id,
+                        actor: audit::device_ref(&device_id),
+                        action: action::DEVICE_RENEW_REFUSED,
+                        target: audit::device_ref(&device_id),
+                        outcome: "refused",
+                        detail: Some(
+                            "old or rotated credential, different successor, or grant ended".into(),
+                        ),
+                    })
+                    .await;
+            }
+            return Err(Refusal::UNAUTHORIZED);
+        }
+    };
+    info!(tenant = %device.tenant_id, device = %device.id, action = act, "device renewed");
+    state
+        .audit
+        .record(Event {
+            tenant_id: &device.tenant_id,
+            actor: audit::device_ref(&device.id),
+            action: act,
+            target: audit::device_ref(&device.id),
+            outcome: "ok",
+            detail: None,
+        })
+        .await;
+    Ok(grant(state, &device))
+}

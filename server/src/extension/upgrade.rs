@@ -1,0 +1,167 @@
+//! `GET /extension`: every check of contract §2.4 happens before the 101.
+
+use std::net::SocketAddr;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::response::{IntoResponse, Response};
+use latchkey_protocol::authorize::is_token_shaped;
+use latchkey_protocol::methods::AUTH_SUBPROTOCOL_PREFIX;
+use tracing::debug;
+
+use super::reply::Refusal;
+use crate::app::AppState;
+use crate::auth::secret;
+use crate::config::is_extension_id;
+use crate::limits::client_ip::client_ip;
+
+/// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
+fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    let (Some(origin), None) = (origins.next(), origins.next()) else {
+        return Err(Refusal::UNAUTHORIZED);
+    };
+    let id = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.strip_prefix("chrome-extension://"))
+        .filter(|id| is_extension_id(id))
+        .ok_or(Refusal::FORBIDDEN_ORIGIN)?;
+    if !allowed.is_empty() && !allowed.iter().any(|a| a == id) {
+        return Err(Refusal::FORBIDDEN_ORIGIN);
+    }
+    Ok(())
+}
+
+/// The one offered subprotocol, `bsk-auth.<token>`: returns the whole value and the token.
+fn auth_subprotocol(headers: &HeaderMap) -> Result<(HeaderValue, &str), Refusal> {
+    let mut offered = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .flat_map(|v| v.to_str().map(|s| s.split(',')).into_iter().flatten())
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let (Some(value), None) = (offered.next(), offered.next()) else {
+        return Err(Refusal::UNAUTHORIZED);
+    };
+    let token = value
+        .strip_prefix(AUTH_SUBPROTOCOL_PREFIX)
+        .filter(|t| is_token_shaped(t))
+        .ok_or(Refusal::UNAUTHORIZED)?;
+    let echo = HeaderValue::from_str(value).map_err(|_| Refusal::UNAUTHORIZED)?;
+    Ok((echo, token))
+}
+
+pub async fn extension_socket(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if uri.query().is_some() {
+        return Refusal::UNAUTHORIZED.into_response();
+    }
+    let Ok(ws) = ws else {
+        return Refusal::invalid_upgrade();
+    };
+    if let Err(r) = check_origin(&headers, &state.config.allowed_extension_ids) {
+        return r.into_response();
+    }
+    let (echo, token) = match auth_subprotocol(&headers) {
+        Ok(v) => v,
+        Err(r) => return r.into_response(),
+    };
+    let hash = secret::hash(token);
+    let device = match state.store.device_by_token_hash(&hash).await {
+        Ok(Some(d)) if secret::ct_eq(&d.token_hash, &hash) && d.is_live(state.clock.now_ms()) => d,
+        Ok(_) => return Refusal::UNAUTHORIZED.into_response(),
+        Err(e) => {
+            debug!(error = %e, "store error during upgrade");
+            return Refusal::STORE_BUSY.into_response();
+        }
+    };
+    let client = client_ip(peer, &headers, &state.config.trusted_proxies);
+    let limits = &state.config.limits;
+    let mut ws = ws
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes);
+    ws.set_selected_protocol(echo);
+    let tracker = state.tasks.clone();
+    ws.on_upgrade(move |socket| {
+        tracker.track_future(crate::router::connection::run(
+            socket, state, device, client,
+        ))
+    })
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).expect("value"));
+        }
+        h
+    }
+
+    #[test]
+    fn origin_rules() {
+        let good = format!("chrome-extension://{}", "a".repeat(32));
+        assert!(check_origin(&headers(&[("origin", &good)]), &[]).is_ok());
+        assert_eq!(check_origin(&headers(&[]), &[]), Err(Refusal::UNAUTHORIZED));
+        assert_eq!(
+            check_origin(&headers(&[("origin", &good), ("origin", &good)]), &[]),
+            Err(Refusal::UNAUTHORIZED)
+        );
+        for bad in [
+            "chrome-extension://".to_string(),
+            format!("chrome-extension://{}", "q".repeat(32)),
+            format!("chrome-extension://{}/", "a".repeat(32)),
+            format!("CHROME-EXTENSION://{}", "a".repeat(32)),
+            "http://localhost".to_string(),
+            "null".to_string(),
+        ] {
+            assert_eq!(
+                check_origin(&headers(&[("origin", &bad)]), &[]),
+                Err(Refusal::FORBIDDEN_ORIGIN),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            check_origin(&headers(&[("origin", &good)]), &["b".repeat(32)]),
+            Err(Refusal::FORBIDDEN_ORIGIN)
+        );
+    }
+
+    #[test]
+    fn subprotocol_rules() {
+        let token = "a".repeat(43);
+        let one = format!("bsk-auth.{token}");
+        assert!(auth_subprotocol(&headers(&[("sec-websocket-protocol", &one)])).is_ok());
+        for bad in [
+            format!("{one}, chat"),
+            format!("bsk-auth.{}", "a".repeat(42)),
+            format!("bsk-auth.{}!", "a".repeat(42)),
+            "chat".to_string(),
+        ] {
+            assert!(
+                auth_subprotocol(&headers(&[("sec-websocket-protocol", &bad)])).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            auth_subprotocol(&headers(&[
+                ("sec-websocket-protocol", &one),
+                ("sec-websocket-protocol", &one)
+            ]))
+            .is_err()
+        );
+        assert!(auth_subprotocol(&headers(&[])).is_err());
+    }
+}

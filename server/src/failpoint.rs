@@ -1,0 +1,19 @@
+//! Test-only fault injection. With the `failpoints` feature, a point named in the
+//! `LATCHKEY_FAILPOINTS` variable (comma-separated) aborts the process on the spot,
+//! like `kill -9`: used to prove that a committed change survives a crash before the
+//! reply. Without the feature every call compiles to nothing.
+
+#[cfg(feature = "failpoints")]
+pub fn hit(name: &str) {
+    if std::env::var("LATCHKEY_FAILPOINTS")
+        .map(|v| v.split(',').any(|p| p.trim() == name))
+        .unwrap_or(false)
+    {
+        eprintln!("failpoint {name}: aborting");
+        std::process::abort();
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn hit(_name: &str) {}

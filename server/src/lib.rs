@@ -1,0 +1,205 @@
+//! latchkey-server: the `latchkeyd` gateway as a library.
+//!
+//! [`bind`] opens the store, applies migrations, bootstraps the first tenant on an
+//! empty store, binds the listener and returns a [`ServerHandle`] with the bound
+//! address and a graceful [`ServerHandle::shutdown`]. `main` only parses arguments,
+//! sets up logging and calls it; tests call it with port 0.
+
+pub mod admin;
+pub mod api_error;
+pub mod app;
+pub mod audit;
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod extension;
+pub mod failpoint;
+pub mod limits;
+pub mod router;
+pub mod store;
+pub mod telemetry;
+pub mod transport;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_protocol::CloseCode;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::{AppState, RATE_LIMIT_MAX_KEYS};
+use crate::audit::Audit;
+use crate::auth::bootstrap::{self, BootstrapError, NewTenant};
+use crate::clock::Clock;
+use crate::config::{Config, ConfigError};
+use crate::limits::rate::PeerRateLimiter;
+use crate::router::DeviceRegistry;
+use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
+use crate::transport::tls::TlsError;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Open the configured store (PostgreSQL when a database URL is set, else SQLite).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    let limits = &config.limits;
+    Ok(match &config.database_url {
+        Some(url) => Arc::new(
+            PostgresStore::connect(url, Duration::from_millis(limits.pg_acquire_timeout_ms))
+                .await?,
+        ),
+        None => Arc::new(
+            SqliteStore::open(
+                &config.data_dir,
+                Duration::from_millis(limits.sqlite_busy_timeout_ms),
+            )
+            .await?,
+        ),
+    })
+}
+
+/// A running server.
+pub struct ServerHandle {
+    /// The bound address of the public listener.
+    pub public_addr: SocketAddr,
+    /// `wss://…` or `ws://…` base the extension dials; pairing links start here.
+    pub public_base: String,
+    /// The admin token created on this start, when the store was empty.
+    pub bootstrap: Option<NewTenant>,
+    state: AppState,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("public_addr", &self.public_addr)
+            .field("public_base", &self.public_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandle {
+    /// The shared state (tests read the registry, clock and store through it).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Drain: stop accepting, close every device socket with 1001, finish in-flight
+    /// HTTP exchanges, and wait for all connection tasks up to the drain timeout.
+    pub async fn shutdown(self) {
+        let drain = Duration::from_millis(self.state.config.limits.drain_timeout_ms);
+        self.state.shutdown.cancel();
+        self.state.registry.close_all(CloseCode::GoingAway);
+        let _ = self.accept.await;
+        self.state.tasks.close();
+        if tokio::time::timeout(drain, self.state.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("drain timeout reached with connections still open");
+        }
+    }
+}
+
+fn public_base(config: &Config, bound: SocketAddr) -> String {
+    match &config.public_url {
+        Some(url) => {
+            let url = url.trim_end_matches('/');
+            if let Some(rest) = url.strip_prefix("https://") {
+                format!("wss://{rest}")
+            } else if let Some(rest) = url.strip_prefix("http://") {
+                format!("ws://{rest}")
+            } else {
+                url.to_string()
+            }
+        }
+        None => {
+            let scheme = if config.tls.is_some() { "wss" } else { "ws" };
+            let host = if config.tls.is_some() && bound.ip().is_loopback() {
+                // Certificates name "localhost" more often than an address.
+                format!("localhost:{}", bound.port())
+            } else {
+                bound.to_string()
+            };
+            format!("{scheme}://{host}")
+        }
+    }
+}
+
+/// Start the server with the system clock.
+pub async fn bind(config: Config) -> Result<ServerHandle, BindError> {
+    bind_with_clock(config, Clock::system()).await
+}
+
+/// Start the server with a given clock (tests move it forward).
+pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandle, BindError> {
+    config.validate()?;
+    let tls = config
+        .tls
+        .as_ref()
+        .map(transport::tls::load_server_config)
+        .transpose()?;
+    let store = open_store(&config).await?;
+    store.migrate().await?;
+    let bootstrap =
+        bootstrap::bootstrap_if_empty(store.as_ref(), &config.data_dir, clock.now_ms()).await?;
+    let listener =
+        transport::listener::bind_tcp(config.listen).map_err(|source| BindError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let public_addr = listener.local_addr().map_err(|source| BindError::Listen {
+        addr: config.listen,
+        source,
+    })?;
+    let base = public_base(&config, public_addr);
+    let state = AppState {
+        audit: Audit::new(store.clone(), clock.clone()),
+        store,
+        authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
+            config.limits.authorize_per_minute,
+            RATE_LIMIT_MAX_KEYS,
+        )),
+        config: Arc::new(config),
+        clock,
+        registry: DeviceRegistry::default(),
+        public_base: Arc::from(base.as_str()),
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+    };
+    let app = app::router(state.clone());
+    let accept = tokio::spawn(transport::listener::accept_loop(
+        listener,
+        tls,
+        app,
+        Duration::from_millis(state.config.limits.setup_timeout_ms),
+        state.shutdown.clone(),
+        state.tasks.clone(),
+    ));
+    tracing::info!(addr = %public_addr, backend = state.store.backend(), public = %base, "latchkeyd listening");
+    Ok(ServerHandle {
+        public_addr,
+        public_base: base,
+        bootstrap,
+        state,
+        accept,
+    })
+}

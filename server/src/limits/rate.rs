@@ -1,0 +1,120 @@
+//! Per-peer rate limiting with a hard cap on keyed state.
+//!
+//! Keys are client addresses (IPv6 folded to its /64, so one host cannot rotate
+//! through its prefix). At most `max_keys` peers are tracked; while the table is full
+//! (after sweeping idle keys), requests share one overflow bucket, and a global limiter caps the total at 16× the per-peer
+//! rate. Idle keys are swept so a stream of fresh addresses cannot grow memory.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use governor::clock::DefaultClock;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+
+type KeyedLimiter = RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock>;
+
+/// A refusal: how long until the caller may try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter(pub Duration);
+
+pub struct PeerRateLimiter {
+    keyed: KeyedLimiter,
+    overflow: DefaultDirectRateLimiter,
+    global: DefaultDirectRateLimiter,
+    max_keys: usize,
+    /// Serialises the sweep-and-insert decision; the limiters themselves are lock-free.
+    admission: Mutex<()>,
+    retry_after: Duration,
+}
+
+impl std::fmt::Debug for PeerRateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerRateLimiter")
+            .field("max_keys", &self.max_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Fold an address to the unit one party controls.
+fn rate_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
+impl PeerRateLimiter {
+    /// `per_minute` requests per peer per minute, bursting to the same number.
+    pub fn per_minute(per_minute: u32, max_keys: usize) -> Self {
+        let per_peer = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+        let global = per_peer.saturating_mul(NonZeroU32::new(16).unwrap_or(NonZeroU32::MIN));
+        Self {
+            keyed: RateLimiter::keyed(Quota::per_minute(per_peer)),
+            overflow: RateLimiter::direct(Quota::per_minute(per_peer)),
+            global: RateLimiter::direct(Quota::per_minute(global)),
+            max_keys,
+            admission: Mutex::new(()),
+            retry_after: Duration::from_secs(60),
+        }
+    }
+
+    /// Admit or refuse one request from `ip`.
+    pub fn check(&self, ip: IpAddr) -> Result<(), RetryAfter> {
+        let key = rate_key(ip);
+        let refused = RetryAfter(self.retry_after);
+        if self.global.check().is_err() {
+            return Err(refused);
+        }
+        let tracked = {
+            let _guard = self.admission.lock().unwrap_or_else(|p| p.into_inner());
+            if self.keyed.len() >= self.max_keys {
+                self.keyed.retain_recent();
+                self.keyed.shrink_to_fit();
+            }
+            self.keyed.len() < self.max_keys
+        };
+        let admitted = if tracked {
+            self.keyed.check_key(&key).is_ok()
+        } else {
+            self.overflow.check().is_ok()
+        };
+        if admitted { Ok(()) } else { Err(refused) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_peer_burst_then_refusal_and_ipv6_folding() {
+        let l = PeerRateLimiter::per_minute(3, 1024);
+        let a: IpAddr = "127.0.0.2".parse().expect("ip");
+        for _ in 0..3 {
+            assert!(l.check(a).is_ok());
+        }
+        assert_eq!(l.check(a), Err(RetryAfter(Duration::from_secs(60))));
+        assert!(l.check("127.0.0.3".parse().expect("ip")).is_ok());
+        let v6a: IpAddr = "2001:db8::1".parse().expect("ip");
+        let v6b: IpAddr = "2001:db8::ffff".parse().expect("ip");
+        for _ in 0..3 {
+            assert!(l.check(v6a).is_ok());
+        }
+        assert!(l.check(v6b).is_err(), "same /64 shares a bucket");
+    }
+
+    #[test]
+    fn keyed_state_is_capped() {
+        let l = PeerRateLimiter::per_minute(60, 8);
+        for i in 0..200u8 {
+            let _ = l.check(IpAddr::from([127, 1, 0, i]));
+        }
+        assert!(l.keyed.len() <= 8, "tracked {}", l.keyed.len());
+    }
+}

@@ -1,0 +1,453 @@
+//! The task that owns one device's WebSocket: handshake, liveness, grant checks,
+//! and closing with the right code when it is revoked, expires, is replaced or the
+//! server shuts down.
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use latchkey_protocol::handshake::{
+    self, Compatibility, GATEWAY_MIN_COMPATIBLE_PROTOCOL, GATEWAY_PROTOCOL_VERSION,
+    HandshakeParams, HandshakeResult, VersionTooOldData,
+};
+use latchkey_protocol::{
+    CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, SuccessFrame, methods,
+};
+use tokio::time::{Instant, interval, sleep, timeout};
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::app::AppState;
+use crate::audit::{self, Event, action};
+use crate::router::registry::Registration;
+use crate::store::DeviceRecord;
+
+/// Why a connection ended, and whether we close it (and with what code).
+#[derive(Debug)]
+struct End {
+    close: Option<CloseCode>,
+    why: &'static str,
+}
+
+impl End {
+    fn close(code: CloseCode, why: &'static str) -> Self {
+        Self {
+            close: Some(code),
+            why,
+        }
+    }
+
+    fn gone(why: &'static str) -> Self {
+        Self { close: None, why }
+    }
+}
+
+/// Resolves with the close code once the registry signals one (a dropped registry
+/// counts as going away). The watch guard is released before returning.
+async fn close_signal(rx: &mut tokio::sync::watch::Receiver<Option<CloseCode>>) -> CloseCode {
+    match rx.wait_for(Option::is_some).await {
+        Ok(code) => (*code).unwrap_or(CloseCode::GoingAway),
+        Err(_) => CloseCode::GoingAway,
+    }
+}
+
+/// Run a device connection to its end. `device` was authenticated before the 101.
+pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer: IpAddr) {
+    let span = info_span!("device_conn", tenant = %device.tenant_id, device = %device.id, %peer);
+    async move {
+        let registration = state.registry.register(&device.id, state.clock.now_ms());
+        let mut conn = Connection {
+            socket,
+            state: state.clone(),
+            device,
+            registration,
+            handshaken: false,
+        };
+        let end = conn.drive().await;
+        info!(why = end.why, close = ?end.close.map(CloseCode::code), "device connection ended");
+        if let Some(code) = end.close {
+            conn.close(code).await;
+        }
+        let Connection {
+            device,
+            registration,
+            handshaken,
+            ..
+        } = conn;
+        state
+            .registry
+            .unregister(&device.id, registration.generation);
+        if handshaken {
+            let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
+            if let Err(e) = state
+                .store
+                .record_device_seen(&device.id, last_seen, None)
+                .await
+            {
+                debug!(error = %e, "last_seen_at not recorded");
+            }
+            state
+                .audit
+                .record(Event {
+                    tenant_id: &device.tenant_id,
+                    actor: audit::device_ref(&device.id),
+                    action: action::DEVICE_DISCONNECT,
+                    target: audit::device_ref(&device.id),
+                    outcome: end.why,
+                    detail: end.close.map(|c| format!("close {}", c.code())),
+                })
+                .await;
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+struct Connection {
+    socket: WebSocket,
+    state: AppState,
+    device: DeviceRecord,
+    registration: Registration,
+    handshaken: bool,
+}
+
+impl Connection {
+    fn limits(&self) -> &crate::config::Limits {
+        &self.state.config.limits
+    }
+
+    async fn send_frame(&mut self, frame: Frame) -> Result<(), End> {
+        self.socket
+            .send(Message::Text(frame.to_text().into()))
+            .await
+            .map_err(|_| End::gone("send failed"))
+    }
+
+    /// Send a Close and give the peer a moment to answer it (contract §2.5: 1 s bound).
+    async fn close(&mut self, code: CloseCode) {
+        let frame = CloseFrame {
+            code: code.code(),
+            reason: code.reason().into(),
+        };
+        let bound = Duration::from_secs(1);
+        if timeout(bound, self.socket.send(Message::Close(Some(frame))))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let _ = timeout(bound, async {
+            while let Some(Ok(m)) = self.socket.recv().await {
+                if matches!(m, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+
+    fn pending_close(&self) -> Option<CloseCode> {
+        *self.registration.close.borrow()
+    }
+
+    async fn drive(&mut self) -> End {
+        if let Some(code) = self.pending_close() {
+            return End::close(code, "closed before start");
+        }
+        // Re-check the grant after the upgrade (contract §2.4).
+        match self
+            .state
+            .store
+            .device(&self.device.tenant_id, &self.device.id)
+            .await
+        {
+            Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => self.device = d,
+            Ok(_) => return End::close(CloseCode::Unauthorized, "grant gone after upgrade"),
+            Err(e) => {
+                warn!(error = %e, "grant re-check failed after upgrade");
+                return End::close(CloseCode::Unauthorized, "store unavailable at upgrade");
+            }
+        }
+        let handshake_timeout = Duration::from_millis(self.limits().handshake_timeout_ms);
+        let mut close_rx = self.registration.close.clone();
+        let shutdown = self.state.shutdown.clone();
+        let handshake = tokio::select! {
+            r = timeout(handshake_timeout, self.read_handshake()) => match r {
+                Err(_) => return End::close(CloseCode::PolicyViolation, "handshake timeout"),
+                Ok(r) => r,
+            },
+            code = close_signal(&mut close_rx) => return End::close(code, "closed during handshake"),
+            _ = shutdown.cancelled() => return End::close(CloseCode::GoingAway, "shutdown"),
+        };
+        let (id, params) = match handshake {
+            Ok(h) => h,
+            Err(end) => return end,
+        };
+        let result = HandshakeResult {
+            server: methods::HANDSHAKE_SERVER_NAME.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol_version: GATEWAY_PROTOCOL_VERSION.to_string(),
+            min_compatible_peer: Some("0.0.0".to_string()),
+            min_compatible_protocol: Some(GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string()),
+        };
+        let result = serde_json::to_value(result).unwrap_or_default();
+        if let Err(end) = self
+            .send_frame(Frame::Success(SuccessFrame { id, result }))
+            .await
+        {
+            return end;
+        }
+        self.handshaken = true;
+        self.registration
+            .state
+            .online
+            .store(true, Ordering::Relaxed);
+        let now = self.state.clock.now_ms();
+        let browser = (
+            params.browser.name.as_str(),
+            params.browser.version.as_str(),
+        );
+        if let Err(e) = self
+            .state
+            .store
+            .record_device_seen(&self.device.id, now, Some(browser))
+            .await
+        {
+            debug!(error = %e, "browser info not recorded");
+        }
+        info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
+        self.state
+            .audit
+            .record(Event {
+                tenant_id: &self.device.tenant_id,
+                actor: audit::device_ref(&self.device.id),
+                action: action::DEVICE_CONNECT,
+                target: audit::device_ref(&self.device.id),
+                outcome: "ok",
+                detail: Some(format!(
+                    "extension {} protocol {} browser {}",
+                    params.version, params.protocol_version, params.browser.name
+                )),
+            })
+            .await;
+        self.serve().await
+    }
+
+    /// Wait for the first frame and judge it (contract §3.1).
+    async fn read_handshake(&mut self) -> Result<(String, HandshakeParams), End> {
+        loop {
+            let msg = match self.socket.recv().await {
+                None | Some(Err(_)) => return Err(End::gone("closed before handshake")),
+                Some(Ok(m)) => m,
+            };
+            let text = match msg {
+                Message::Text(t) => t,
+                Message::Ping(_) | Message::Pong(_) => continue,
+                Message::Close(_) => return Err(End::gone("closed before handshake")),
+                Message::Binary(_) => {
+                    return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));
+                }
+            };
+            let request = match Frame::parse(text.as_str()) {
+                Ok(Frame::Request(r)) => r,
+                Ok(_) | Err(_) => {
+                    return Err(End::close(
+                        CloseCode::PolicyViolation,
+                        "first frame is not a request",
+                    ));
+                }
+            };
+            if request.method != methods::SYSTEM_HANDSHAKE {
+                let error = ErrorBody::new(
+                    ErrorCode::ProtocolError,
+                    "first frame must be system.handshake",
+                );
+                let _ = self
+                    .send_frame(Frame::Error(ErrorFrame {
+                        id: request.id,
+                        error,
+                    }))
+                    .await;
+                return Err(End::close(
+                    CloseCode::PolicyViolation,
+                    "first frame not a handshake",
+                ));
+            }
+            let params: HandshakeParams = match request.params.map(serde_json::from_value) {
+                Some(Ok(p)) => p,
+                _ => {
+                    return Err(End::close(
+                        CloseCode::PolicyViolation,
+                        "handshake params invalid",
+                    ));
+                }
+            };
+            if !handshake::is_semver(&params.version) {
+                return Err(End::close(
+                    CloseCode::PolicyViolation,
+                    "handshake version not SemVer",
+                ));
+            }
+            let verdict = handshake::check_compatibility(
+                GATEWAY_PROTOCOL_VERSION,
+                GATEWAY_MIN_COMPATIBLE_PROTOCOL,
+                &params.protocol_version,
+                params.min_compatible_protocol.as_deref(),
+            );
+            if let Compatibility::Reject { reason } = verdict {
+                let data = VersionTooOldData {
+                    peer_protocol_version: params.protocol_version.clone(),
+                    peer_version: params.version.clone(),
+                    daemon_protocol_version: GATEWAY_PROTOCOL_VERSION.to_string(),
+                    daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+                    min_compatible_protocol: GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string(),
+                };
+                let error = ErrorBody {
+                    code: ErrorCode::VersionTooOld,
+                    message: reason,
+                    data: serde_json::to_value(data).ok(),
+                };
+                let _ = self
+                    .send_frame(Frame::Error(ErrorFrame {
+                        id: request.id,
+                        error,
+                    }))
+                    .await;
+                return Err(End::close(CloseCode::PolicyViolation, "version too old"));
+            }
+            return Ok((request.id, params));
+        }
+    }
+
+    /// After the handshake: frames, liveness, grant re-checks, expiry and close signals.
+    async fn serve(&mut self) -> End {
+        let limits = self.limits().clone();
+        let mut close_rx = self.registration.close.clone();
+        let mut clock_rx = self.state.clock.changed();
+        let mut reaper = interval(Duration::from_millis(limits.reaper_interval_ms));
+        let mut recheck = interval(Duration::from_millis(limits.grant_recheck_ms));
+        reaper.reset();
+        recheck.reset();
+        let mut heartbeat_seen = false;
+        let mut store_failing_since: Option<Instant> = None;
+        let shutdown = self.state.shutdown.clone();
+        loop {
+            let expiry = sleep(self.state.clock.until(self.device.expires_at));
+            tokio::select! {
+                code = close_signal(&mut close_rx) => return End::close(code, "closed by server"),
+                _ = shutdown.cancelled() => return End::close(CloseCode::GoingAway, "shutdown"),
+                msg = self.socket.recv() => {
+                    let msg = match msg {
+                        None | Some(Err(_)) => return End::gone("peer went away"),
+                        Some(Ok(m)) => m,
+                    };
+                    self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
+                    match msg {
+                        Message::Text(text) => {
+                            if self.on_text(text.as_str(), &mut heartbeat_seen).await.is_err() {
+                                return End::gone("send failed");
+                            }
+                        }
+                        Message::Close(_) => return End::gone("peer closed"),
+                        // Ping is answered by the WebSocket layer; binary is ignored (§1.1).
+                        Message::Binary(_) | Message::Ping(_) | Message::Pong(_) => {}
+                    }
+                }
+                _ = reaper.tick() => {
+                    let silent = self.state.clock.now_ms()
+                        - self.registration.state.last_seen_ms.load(Ordering::Relaxed);
+                    let limit = i64::try_from(limits.liveness_timeout_ms).unwrap_or(i64::MAX);
+                    if heartbeat_seen && silent >= limit {
+                        return End::close(CloseCode::IdleTimeout, "silent too long");
+                    }
+                }
+                _ = recheck.tick() => {
+                    if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
+                        return end;
+                    }
+                }
+                _ = expiry => {
+                    // The grant may have been renewed since we last read it.
+                    if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
+                        return end;
+                    }
+                    if self.device.expires_at <= self.state.clock.now_ms() {
+                        return End::close(CloseCode::Expired, "grant expired");
+                    }
+                }
+                _ = clock_rx.changed() => {}
+            }
+        }
+    }
+
+    async fn on_text(&mut self, text: &str, heartbeat_seen: &mut bool) -> Result<(), End> {
+        match Frame::parse(text) {
+            // Non-JSON and undecodable frames are dropped without a reply (§1.1).
+            Err(e) => debug!(reason = e.code(), "undecodable frame dropped"),
+            Ok(Frame::Event(event)) => {
+                if event.event == methods::EVENT_HEARTBEAT {
+                    *heartbeat_seen = true;
+                } else {
+                    debug!(event = %event.event, "event ignored: no session routing yet");
+                }
+            }
+            Ok(Frame::Request(request)) => {
+                // Extensions may send newer requests (e.g. `audit.request`): answer, never drop.
+                let error = ErrorBody::new(
+                    ErrorCode::UnknownMethod,
+                    format!("{} not implemented in gateway", request.method),
+                );
+                self.send_frame(Frame::Error(ErrorFrame {
+                    id: request.id,
+                    error,
+                }))
+                .await?;
+            }
+            Ok(Frame::Success(_) | Frame::Error(_)) => {
+                debug!("response with unknown id ignored");
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-read the grant. Revoked or expired closes; an unreadable store closes only
+    /// after `store_failure_grace_ms` of consecutive failures (fail closed).
+    async fn recheck_grant(
+        &mut self,
+        failing_since: &mut Option<Instant>,
+        limits: &crate::config::Limits,
+    ) -> Option<End> {
+        match self
+            .state
+            .store
+            .device(&self.device.tenant_id, &self.device.id)
+            .await
+        {
+            Ok(Some(d)) => {
+                *failing_since = None;
+                let now = self.state.clock.now_ms();
+                if d.revoked_at.is_some() {
+                    return Some(End::close(CloseCode::Revoked, "revoked"));
+                }
+                if d.expires_at <= now {
+                    return Some(End::close(CloseCode::Expired, "grant expired"));
+                }
+                self.device = d;
+                None
+            }
+            Ok(None) => Some(End::close(CloseCode::Revoked, "device gone")),
+            Err(e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                warn!(error = %e, "grant re-check failed");
+                if since.elapsed() >= Duration::from_millis(limits.store_failure_grace_ms) {
+                    Some(End::close(
+                        CloseCode::Unauthorized,
+                        "store unreadable: failing closed",
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}

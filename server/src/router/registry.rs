@@ -1,0 +1,154 @@
+//! Which devices have a live socket on this node, and how to close one at once.
+//!
+//! Each connection task registers under its device id with a fresh generation and
+//! receives a close signal (a `watch`, so a close is never lost and never blocks the
+//! sender). Registering a device that already has a socket signals the old one
+//! `replaced`; unregistering only removes the entry if the generation still matches,
+//! so an old socket's cleanup cannot evict its replacement (contract §3.3).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use latchkey_protocol::CloseCode;
+use tokio::sync::watch;
+
+/// State a connection shares with readers such as the admin device list.
+#[derive(Debug, Default)]
+pub struct ConnectionState {
+    /// Set once the handshake succeeded.
+    pub online: AtomicBool,
+    /// Last inbound frame, Unix ms.
+    pub last_seen_ms: AtomicI64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    generation: u64,
+    close: watch::Sender<Option<CloseCode>>,
+    state: Arc<ConnectionState>,
+}
+
+/// What a connection task holds after registering.
+#[derive(Debug)]
+pub struct Registration {
+    pub generation: u64,
+    /// Becomes `Some(code)` when the socket must close.
+    pub close: watch::Receiver<Option<CloseCode>>,
+    pub state: Arc<ConnectionState>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeviceRegistry {
+    inner: Arc<RegistryInner>,
+}
+
+#[derive(Debug, Default)]
+struct RegistryInner {
+    entries: Mutex<HashMap<String, Entry>>,
+    next_generation: AtomicU64,
+}
+
+impl DeviceRegistry {
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        // A panic while holding this lock cannot leave the map inconsistent: every
+        // critical section is a single insert, remove or read.
+        self.inner
+            .entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Register a new socket for `device_id`, replacing (and closing) any older one.
+    pub fn register(&self, device_id: &str, now_ms: i64) -> Registration {
+        let generation = self.inner.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let (close, close_rx) = watch::channel(None);
+        let state = Arc::new(ConnectionState::default());
+        state.last_seen_ms.store(now_ms, Ordering::Relaxed);
+        let old = self.entries().insert(
+            device_id.to_string(),
+            Entry {
+                generation,
+                close,
+                state: state.clone(),
+            },
+        );
+        if let Some(old) = old {
+            old.close.send_replace(Some(CloseCode::Replaced));
+        }
+        Registration {
+            generation,
+            close: close_rx,
+            state,
+        }
+    }
+
+    /// Remove the entry if it still belongs to `generation`.
+    pub fn unregister(&self, device_id: &str, generation: u64) {
+        let mut entries = self.entries();
+        if entries
+            .get(device_id)
+            .is_some_and(|e| e.generation == generation)
+        {
+            entries.remove(device_id);
+        }
+    }
+
+    /// Signal the device's live socket to close with `code`. Returns whether there was one.
+    pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
+        match self.entries().get(device_id) {
+            Some(e) => {
+                e.close.send_replace(Some(code));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Signal every live socket (shutdown).
+    pub fn close_all(&self, code: CloseCode) {
+        for e in self.entries().values() {
+            e.close.send_replace(Some(code));
+        }
+    }
+
+    /// `(online, last_seen_ms)` of the device's live socket, if any.
+    pub fn status(&self, device_id: &str) -> Option<(bool, i64)> {
+        self.entries().get(device_id).map(|e| {
+            (
+                e.state.online.load(Ordering::Relaxed),
+                e.state.last_seen_ms.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// Number of registered sockets (handshaken or not).
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replacement_closes_the_old_socket_and_old_cleanup_keeps_the_new() {
+        let r = DeviceRegistry::default();
+        let first = r.register("d", 0);
+        let second = r.register("d", 0);
+        assert_eq!(*first.close.borrow(), Some(CloseCode::Replaced));
+        assert_eq!(*second.close.borrow(), None);
+        r.unregister("d", first.generation);
+        assert_eq!(r.len(), 1, "old cleanup must not evict the new socket");
+        assert!(r.close("d", CloseCode::Revoked));
+        assert_eq!(*second.close.borrow(), Some(CloseCode::Revoked));
+        r.unregister("d", second.generation);
+        assert!(r.is_empty());
+        assert!(!r.close("d", CloseCode::Revoked));
+    }
+}

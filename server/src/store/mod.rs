@@ -1,0 +1,171 @@
+//! All persistence. One trait, two implementations (SQLite, the embedded default, and
+//! PostgreSQL for production) generated from the same SQL by [`sql`].
+//!
+//! Rules every method keeps:
+//! - tenant data is always addressed with its tenant id, so a foreign id behaves
+//!   exactly like an unknown one;
+//! - secrets arrive already hashed ([`crate::auth::secret::SecretHash`]); nothing here
+//!   ever sees a plaintext credential;
+//! - a multi-statement change runs in one transaction and is durable before the
+//!   method returns (the authorize endpoint relies on this to reply only after commit).
+
+mod error;
+mod postgres;
+mod records;
+mod sql;
+mod sqlite;
+
+use async_trait::async_trait;
+
+pub use error::StoreError;
+pub use postgres::PostgresStore;
+pub use records::*;
+pub use sqlite::SqliteStore;
+
+/// What `rotate_device_token` found.
+#[derive(Debug, Clone)]
+pub enum RotateOutcome {
+    /// The bearer was the current token: rotated, new grant returned.
+    Rotated(DeviceRecord),
+    /// The bearer was the previous token and the successor matches: identical grant.
+    ExactRetry(DeviceRecord),
+    /// Refused. When the bearer matched a device (as current or previous token), its
+    /// tenant and id are given so the refusal can be audited in that tenant.
+    Refused(Option<(String, String)>),
+}
+
+/// Inputs of a new pairing.
+#[derive(Debug, Clone)]
+pub struct NewPairing {
+    pub id: String,
+    pub tenant_id: String,
+    pub secret_hash: String,
+    pub label: Option<String>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// The device created when a pairing is redeemed.
+#[derive(Debug, Clone)]
+pub struct NewDevice {
+    pub id: String,
+    pub label: String,
+    pub token_hash: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub renew_after: i64,
+}
+
+/// The new grant written by a renewal.
+#[derive(Debug, Clone, Copy)]
+pub struct GrantTimes {
+    pub now: i64,
+    pub expires_at: i64,
+    pub renew_after: i64,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Which backend this is, for logs and `check-config`.
+    fn backend(&self) -> &'static str;
+
+    /// Apply pending migrations.
+    async fn migrate(&self) -> Result<(), StoreError>;
+
+    /// A cheap round trip, for readiness.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    // Tenants (operator-level: not tenant-scoped by definition).
+    async fn create_tenant(&self, tenant: &TenantRecord) -> Result<(), StoreError>;
+    async fn list_tenants(&self) -> Result<Vec<TenantRecord>, StoreError>;
+    async fn tenant_by_name(&self, name: &str) -> Result<Option<TenantRecord>, StoreError>;
+    /// Create `tenant` and its first admin token in one transaction, but only if the
+    /// store has no tenant yet. Returns false when a tenant already existed.
+    async fn bootstrap(
+        &self,
+        tenant: &TenantRecord,
+        token: &ApiTokenRecord,
+    ) -> Result<bool, StoreError>;
+
+    // API tokens.
+    async fn insert_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError>;
+    /// Global lookup by hash: the hash is what identifies the tenant.
+    async fn api_token_by_hash(&self, hash: &str) -> Result<Option<ApiTokenRecord>, StoreError>;
+    async fn list_api_tokens(&self, tenant_id: &str) -> Result<Vec<ApiTokenRecord>, StoreError>;
+    /// Revoke; returns the token if it exists in this tenant (revoked now or before).
+    async fn revoke_api_token(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<ApiTokenRecord>, StoreError>;
+    async fn touch_api_token(&self, id: &str, now: i64) -> Result<(), StoreError>;
+
+    // Pairings.
+    /// Insert unless the tenant already has `max_unused` unused, unexpired pairings
+    /// (checked in the same transaction). Returns false when the quota is reached.
+    async fn insert_pairing(
+        &self,
+        pairing: &NewPairing,
+        now: i64,
+        max_unused: i64,
+    ) -> Result<bool, StoreError>;
+    /// Atomically consume an unused, unexpired pairing and create its device.
+    /// Exactly one of any number of concurrent callers wins; the others get `None`.
+    async fn redeem_pairing(
+        &self,
+        secret_hash: &str,
+        device: &NewDevice,
+    ) -> Result<Option<DeviceRecord>, StoreError>;
+
+    // Devices.
+    /// The device whose *current* token has this hash, in any state.
+    async fn device_by_token_hash(&self, hash: &str) -> Result<Option<DeviceRecord>, StoreError>;
+    /// The exact-retry rotation of contract §2.3, in one transaction.
+    async fn rotate_device_token(
+        &self,
+        bearer_hash: &str,
+        next_hash: &str,
+        grant: GrantTimes,
+    ) -> Result<RotateOutcome, StoreError>;
+    async fn device(&self, tenant_id: &str, id: &str) -> Result<Option<DeviceRecord>, StoreError>;
+    async fn list_devices(&self, tenant_id: &str) -> Result<Vec<DeviceRecord>, StoreError>;
+    async fn rename_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        label: &str,
+    ) -> Result<Option<DeviceRecord>, StoreError>;
+    /// Revoke one device; returns it if it exists in this tenant.
+    async fn revoke_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<DeviceRecord>, StoreError>;
+    /// Revoke every live device of the tenant and void its unused pairings, in one
+    /// transaction. Returns the ids revoked now and the number of pairings voided.
+    async fn revoke_all_devices(
+        &self,
+        tenant_id: &str,
+        now: i64,
+    ) -> Result<(Vec<String>, u64), StoreError>;
+    /// Record what the handshake told us and when the device was last seen.
+    async fn record_device_seen(
+        &self,
+        id: &str,
+        at: i64,
+        browser: Option<(&str, &str)>,
+    ) -> Result<(), StoreError>;
+
+    // Audit.
+    async fn insert_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError>;
+    /// Newest first, ids below `before` when given.
+    async fn list_audit(
+        &self,
+        tenant_id: &str,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<AuditRecord>, StoreError>;
+}

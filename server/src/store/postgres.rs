@@ -1,0 +1,45 @@
+//! PostgreSQL, the production store. Concurrency comes from row locks: every
+//! state change is a conditional `UPDATE … WHERE <expected state>`, so two racing
+//! writers can never both win.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Postgres, Transaction};
+
+use super::StoreError;
+use super::sql::{Backend, device_columns, impl_sql_store};
+
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl Backend for PostgresStore {
+    type Db = Postgres;
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+impl PostgresStore {
+    /// Connect to `url` (`postgres://…`). `acquire_timeout` bounds how long a request
+    /// waits for a connection when the server is down, before it is answered with 503.
+    pub async fn connect(url: &str, acquire_timeout: Duration) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Internal(format!("invalid database URL: {e}")))?
+            .application_name("latchkeyd");
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(acquire_timeout)
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+}
+
+impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

@@ -1,0 +1,70 @@
+//! Rows as stored. Times are Unix milliseconds; `*_hash` fields are SHA-256 hex.
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TenantRecord {
+    pub id: String,
+    pub name: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ApiTokenRecord {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    /// `admin` or `agent` (a CHECK constraint keeps it so).
+    pub role: String,
+    pub token_hash: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DeviceRecord {
+    pub id: String,
+    pub tenant_id: String,
+    pub label: String,
+    pub browser_name: Option<String>,
+    pub browser_version: Option<String>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub token_hash: String,
+    pub previous_hash: Option<String>,
+    pub expires_at: i64,
+    pub renew_after: i64,
+    pub last_seen_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl DeviceRecord {
+    /// Whether the grant lets the device authenticate at `now`.
+    pub fn is_live(&self, now: i64) -> bool {
+        self.revoked_at.is_none() && self.expires_at > now
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AuditRecord {
+    pub id: i64,
+    pub tenant_id: String,
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub outcome: String,
+    pub detail: Option<String>,
+}
+
+/// An audit event to write; the store assigns the id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAuditEvent {
+    pub tenant_id: String,
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub outcome: String,
+    pub detail: Option<String>,
+}

@@ -1,0 +1,441 @@
+//! The one SQL implementation of [`Store`](super::Store), instantiated for SQLite and
+//! PostgreSQL by [`impl_sql_store!`]. The SQL is portable on purpose: `$N`
+//! placeholders, `BIGINT` milliseconds, `TEXT` ids and hashes, `RETURNING`.
+//! Each backend supplies `pool` and `begin_write()` (SQLite takes the write lock up
+//! front with `BEGIN IMMEDIATE`; PostgreSQL relies on row locks).
+
+/// The device columns in [`DeviceRecord`](super::DeviceRecord) order, as a literal
+/// so that queries stay `&'static str` (sqlx runs only static SQL unasserted).
+macro_rules! device_columns {
+    () => {
+        "id, tenant_id, label, browser_name, browser_version, created_by, created_at, \
+         token_hash, previous_hash, expires_at, renew_after, last_seen_at, revoked_at"
+    };
+}
+
+pub(super) use device_columns;
+
+macro_rules! impl_sql_store {
+    ($store:ty, $backend:literal, $migrator:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> &'static str {
+                $backend
+            }
+
+            async fn migrate(&self) -> Result<(), $crate::store::StoreError> {
+                $migrator
+                    .run(&self.pool)
+                    .await
+                    .map_err(|e| $crate::store::StoreError::Internal(format!("migration failed: {e}")))
+            }
+
+            async fn ping(&self) -> Result<(), $crate::store::StoreError> {
+                sqlx::query("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn create_tenant(&self, t: &$crate::store::TenantRecord) -> Result<(), $crate::store::StoreError> {
+                sqlx::query("INSERT INTO tenant (id, name, created_at) VALUES ($1, $2, $3)")
+                    .bind(&t.id)
+                    .bind(&t.name)
+                    .bind(t.created_at)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn list_tenants(&self) -> Result<Vec<$crate::store::TenantRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as("SELECT id, name, created_at FROM tenant ORDER BY created_at, name")
+                    .fetch_all(&self.pool)
+                    .await?)
+            }
+
+            async fn tenant_by_name(&self, name: &str) -> Result<Option<$crate::store::TenantRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as("SELECT id, name, created_at FROM tenant WHERE name = $1")
+                    .bind(name)
+                    .fetch_optional(&self.pool)
+                    .await?)
+            }
+
+            async fn bootstrap(
+                &self,
+                t: &$crate::store::TenantRecord,
+                token: &$crate::store::ApiTokenRecord,
+            ) -> Result<bool, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tenant")
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if count > 0 {
+                    return Ok(false);
+                }
+                sqlx::query("INSERT INTO tenant (id, name, created_at) VALUES ($1, $2, $3)")
+                    .bind(&t.id)
+                    .bind(&t.name)
+                    .bind(t.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_api_token(&mut *tx, token).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            async fn insert_api_token(&self, token: &$crate::store::ApiTokenRecord) -> Result<(), $crate::store::StoreError> {
+                insert_api_token(&self.pool, token).await
+            }
+
+            async fn api_token_by_hash(&self, hash: &str) -> Result<Option<$crate::store::ApiTokenRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                     FROM api_token WHERE token_hash = $1",
+                )
+                .bind(hash)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn list_api_tokens(&self, tenant_id: &str) -> Result<Vec<$crate::store::ApiTokenRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                     FROM api_token WHERE tenant_id = $1 ORDER BY created_at, id",
+                )
+                .bind(tenant_id)
+                .fetch_all(&self.pool)
+                .await?)
+            }
+
+            async fn revoke_api_token(
+                &self,
+                tenant_id: &str,
+                id: &str,
+                now: i64,
+            ) -> Result<Option<$crate::store::ApiTokenRecord>, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(
+                    "UPDATE api_token SET revoked_at = $3 WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL",
+                )
+                .bind(tenant_id)
+                .bind(id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                let token = sqlx::query_as(
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                     FROM api_token WHERE tenant_id = $1 AND id = $2",
+                )
+                .bind(tenant_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(token)
+            }
+
+            async fn touch_api_token(&self, id: &str, now: i64) -> Result<(), $crate::store::StoreError> {
+                sqlx::query("UPDATE api_token SET last_used_at = $2 WHERE id = $1")
+                    .bind(id)
+                    .bind(now)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn insert_pairing(
+                &self,
+                p: &$crate::store::NewPairing,
+                now: i64,
+                max_unused: i64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                // Serialise quota checks per tenant on PostgreSQL (SQLite's write lock
+                // already does): lock the tenant row for the transaction.
+                sqlx::query("UPDATE tenant SET name = name WHERE id = $1")
+                    .bind(&p.tenant_id)
+                    .execute(&mut *tx)
+                    .await?;
+                let (unused,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(*) FROM pairing WHERE tenant_id = $1 AND used_at IS NULL AND expires_at > $2",
+                )
+                .bind(&p.tenant_id)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?;
+                if unused >= max_unused {
+                    return Ok(false);
+                }
+                sqlx::query(
+                    "INSERT INTO pairing (id, tenant_id, secret_hash, label, created_by, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(&p.id)
+                .bind(&p.tenant_id)
+                .bind(&p.secret_hash)
+                .bind(&p.label)
+                .bind(&p.created_by)
+                .bind(p.created_at)
+                .bind(p.expires_at)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            async fn redeem_pairing(
+                &self,
+                secret_hash: &str,
+                d: &$crate::store::NewDevice,
+            ) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let claimed: Option<(String, String, Option<String>)> = sqlx::query_as(
+                    "UPDATE pairing SET used_at = $2 \
+                     WHERE secret_hash = $1 AND used_at IS NULL AND expires_at > $2 \
+                     RETURNING tenant_id, created_by, label",
+                )
+                .bind(secret_hash)
+                .bind(d.created_at)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((tenant_id, created_by, pairing_label)) = claimed else {
+                    return Ok(None);
+                };
+                let label = pairing_label.unwrap_or_else(|| d.label.clone());
+                let device: $crate::store::DeviceRecord = sqlx::query_as(concat!(
+                    "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ", device_columns!(), ""))
+                .bind(&d.id)
+                .bind(&tenant_id)
+                .bind(&label)
+                .bind(&created_by)
+                .bind(d.created_at)
+                .bind(&d.token_hash)
+                .bind(d.expires_at)
+                .bind(d.renew_after)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(Some(device))
+            }
+
+            async fn device_by_token_hash(&self, hash: &str) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ", device_columns!(), " FROM device WHERE token_hash = $1"))
+                .bind(hash)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn rotate_device_token(
+                &self,
+                bearer_hash: &str,
+                next_hash: &str,
+                g: $crate::store::GrantTimes,
+            ) -> Result<$crate::store::RotateOutcome, $crate::store::StoreError> {
+                use $crate::store::{DeviceRecord, RotateOutcome};
+                let mut tx = self.begin_write().await?;
+                let rotated: Option<DeviceRecord> = sqlx::query_as(concat!(
+                    "UPDATE device SET previous_hash = token_hash, token_hash = $2, expires_at = $4, renew_after = $5 \
+                     WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $3 RETURNING ", device_columns!(), ""))
+                .bind(bearer_hash)
+                .bind(next_hash)
+                .bind(g.now)
+                .bind(g.expires_at)
+                .bind(g.renew_after)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some(device) = rotated {
+                    tx.commit().await?;
+                    return Ok(RotateOutcome::Rotated(device));
+                }
+                let retry: Option<DeviceRecord> = sqlx::query_as(concat!(
+                    "SELECT ", device_columns!(), " FROM device WHERE previous_hash = $1 AND token_hash = $2 \
+                     AND revoked_at IS NULL AND expires_at > $3"))
+                .bind(bearer_hash)
+                .bind(next_hash)
+                .bind(g.now)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some(device) = retry {
+                    return Ok(RotateOutcome::ExactRetry(device));
+                }
+                let known: Option<(String, String)> = sqlx::query_as(
+                    "SELECT tenant_id, id FROM device WHERE token_hash = $1 OR previous_hash = $1",
+                )
+                .bind(bearer_hash)
+                .fetch_optional(&mut *tx)
+                .await?;
+                Ok(RotateOutcome::Refused(known))
+            }
+
+            async fn device(&self, tenant_id: &str, id: &str) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ", device_columns!(), " FROM device WHERE tenant_id = $1 AND id = $2"))
+                .bind(tenant_id)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn list_devices(&self, tenant_id: &str) -> Result<Vec<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ", device_columns!(), " FROM device WHERE tenant_id = $1 ORDER BY created_at, id"))
+                .bind(tenant_id)
+                .fetch_all(&self.pool)
+                .await?)
+            }
+
+            async fn rename_device(
+                &self,
+                tenant_id: &str,
+                id: &str,
+                label: &str,
+            ) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let device = sqlx::query_as(concat!(
+                    "UPDATE device SET label = $3 WHERE tenant_id = $1 AND id = $2 RETURNING ", device_columns!(), ""))
+                .bind(tenant_id)
+                .bind(id)
+                .bind(label)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(device)
+            }
+
+            async fn revoke_device(
+                &self,
+                tenant_id: &str,
+                id: &str,
+                now: i64,
+            ) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                sqlx::query("UPDATE device SET revoked_at = $3 WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL")
+                    .bind(tenant_id)
+                    .bind(id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                let device = sqlx::query_as(concat!(
+                    "SELECT ", device_columns!(), " FROM device WHERE tenant_id = $1 AND id = $2"))
+                .bind(tenant_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(device)
+            }
+
+            async fn revoke_all_devices(&self, tenant_id: &str, now: i64) -> Result<(Vec<String>, u64), $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let ids: Vec<(String,)> = sqlx::query_as(
+                    "UPDATE device SET revoked_at = $2 WHERE tenant_id = $1 AND revoked_at IS NULL RETURNING id",
+                )
+                .bind(tenant_id)
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await?;
+                // A voided pairing is marked used: it can never be redeemed again.
+                let voided = sqlx::query(
+                    "UPDATE pairing SET used_at = $2 WHERE tenant_id = $1 AND used_at IS NULL",
+                )
+                .bind(tenant_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                tx.commit().await?;
+                Ok((ids.into_iter().map(|(id,)| id).collect(), voided))
+            }
+
+            async fn record_device_seen(
+                &self,
+                id: &str,
+                at: i64,
+                browser: Option<(&str, &str)>,
+            ) -> Result<(), $crate::store::StoreError> {
+                match browser {
+                    Some((name, version)) => {
+                        sqlx::query(
+                            "UPDATE device SET last_seen_at = $2, browser_name = $3, browser_version = $4 WHERE id = $1",
+                        )
+                        .bind(id)
+                        .bind(at)
+                        .bind(name)
+                        .bind(version)
+                        .execute(&self.pool)
+                        .await?;
+                    }
+                    None => {
+                        sqlx::query("UPDATE device SET last_seen_at = $2 WHERE id = $1")
+                            .bind(id)
+                            .bind(at)
+                            .execute(&self.pool)
+                            .await?;
+                    }
+                }
+                Ok(())
+            }
+
+            async fn insert_audit(&self, e: &$crate::store::NewAuditEvent) -> Result<(), $crate::store::StoreError> {
+                sqlx::query(
+                    "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(&e.tenant_id)
+                .bind(e.at)
+                .bind(&e.actor)
+                .bind(&e.action)
+                .bind(&e.target)
+                .bind(&e.outcome)
+                .bind(&e.detail)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            async fn list_audit(
+                &self,
+                tenant_id: &str,
+                before: Option<i64>,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::AuditRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(
+                    "SELECT id, tenant_id, at, actor, action, target, outcome, detail FROM audit_event \
+                     WHERE tenant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+                )
+                .bind(tenant_id)
+                .bind(before.unwrap_or(i64::MAX))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?)
+            }
+        }
+
+        async fn insert_api_token<'e, E>(executor: E, t: &$crate::store::ApiTokenRecord) -> Result<(), $crate::store::StoreError>
+        where
+            E: sqlx::Executor<'e, Database = <$store as $crate::store::sql::Backend>::Db>,
+        {
+            sqlx::query(
+                "INSERT INTO api_token (id, tenant_id, name, role, token_hash, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&t.id)
+            .bind(&t.tenant_id)
+            .bind(&t.name)
+            .bind(&t.role)
+            .bind(&t.token_hash)
+            .bind(t.created_at)
+            .bind(t.expires_at)
+            .execute(executor)
+            .await?;
+            Ok(())
+        }
+    };
+}
+
+pub(super) use impl_sql_store;
+
+/// Ties a store type to its sqlx database, for helpers generic over the executor.
+pub(super) trait Backend {
+    type Db: sqlx::Database;
+}

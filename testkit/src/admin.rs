@@ -1,0 +1,111 @@
+//! A thin client for the admin API, over the real HTTP endpoints.
+
+use anyhow::{Context, bail};
+use latchkey_protocol::api::{
+    CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, PairingCreated,
+    RevokeAllResult, Role, TokenCreated,
+};
+use reqwest::Method;
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub struct AdminClient {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl AdminClient {
+    pub fn new(http: reqwest::Client, base: String, token: String) -> Self {
+        Self { http, base, token }
+    }
+
+    /// Any request; returns the status and the parsed JSON body (Null if none).
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(u16, Value)> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await?;
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).with_context(|| format!("non-JSON body: {text}"))?
+        };
+        Ok((status, value))
+    }
+
+    async fn ok<T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<T> {
+        let (status, value) = self.raw(method, path, body).await?;
+        if !(200..300).contains(&status) {
+            bail!("{path}: HTTP {status}: {value}");
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+
+    pub async fn create_pairing(
+        &self,
+        label: Option<&str>,
+        ttl_secs: Option<u64>,
+    ) -> anyhow::Result<PairingCreated> {
+        let body = CreatePairingRequest {
+            label: label.map(str::to_string),
+            ttl_secs,
+        };
+        self.ok(
+            Method::POST,
+            "/v1/admin/pairings",
+            Some(serde_json::to_value(body)?),
+        )
+        .await
+    }
+
+    pub async fn devices(&self) -> anyhow::Result<Vec<DeviceView>> {
+        let list: DeviceList = self.ok(Method::GET, "/v1/admin/devices", None).await?;
+        Ok(list.devices)
+    }
+
+    pub async fn device(&self, id: &str) -> anyhow::Result<DeviceView> {
+        self.ok(Method::GET, &format!("/v1/admin/devices/{id}"), None)
+            .await
+    }
+
+    pub async fn revoke(&self, id: &str) -> anyhow::Result<DeviceView> {
+        self.ok(Method::DELETE, &format!("/v1/admin/devices/{id}"), None)
+            .await
+    }
+
+    pub async fn revoke_all(&self) -> anyhow::Result<RevokeAllResult> {
+        self.ok(Method::POST, "/v1/admin/devices/revoke-all", None)
+            .await
+    }
+
+    pub async fn create_token(&self, name: &str, role: Role) -> anyhow::Result<TokenCreated> {
+        let body = CreateTokenRequest {
+            name: name.to_string(),
+            role,
+            ttl_secs: None,
+        };
+        self.ok(
+            Method::POST,
+            "/v1/admin/tokens",
+            Some(serde_json::to_value(body)?),
+        )
+        .await
+    }
+}

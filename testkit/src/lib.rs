@@ -1,0 +1,70 @@
+//! Real protocol peers for Latchkey tests: [`TestServer`] (the real `latchkeyd` on
+//! 127.0.0.1:0 with a temporary SQLite file or a fresh PostgreSQL database, plain or
+//! with rcgen TLS), [`FakeExtension`] (pairs through the real endpoints and speaks
+//! the extension protocol over a real socket), [`AdminClient`], and [`wait_until`].
+//! Nothing here mocks the server.
+
+pub mod admin;
+pub mod extension;
+pub mod logs;
+pub mod server;
+pub mod tls;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use admin::AdminClient;
+pub use extension::{ExtensionSocket, FakeExtension};
+pub use reqwest;
+pub use server::{Backend, TestServer, TestServerBuilder};
+
+/// Poll `condition` until it holds or `deadline` passes. Returns whether it held.
+/// The only sanctioned way to wait in tests: no bare sleeps as synchronisation.
+pub async fn wait_until<F, Fut>(deadline: Duration, mut condition: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if condition().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Install the process-wide rustls provider once (as `main` does).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+/// Generate one test per storage backend from an `async fn(Backend)`.
+///
+/// ```ignore
+/// backend_tests!(pairing_works, |backend| async move { ... });
+/// ```
+#[macro_export]
+macro_rules! backend_tests {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                ($body)($crate::Backend::Sqlite).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if let Some(backend) = $crate::Backend::postgres().await {
+                    ($body)(backend).await;
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,339 @@
+//! [`TestServer`]: the real `latchkeyd` library bound on 127.0.0.1:0.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use latchkey_server::clock::Clock;
+use latchkey_server::config::{Config, Limits, TlsFiles};
+use latchkey_server::{ServerHandle, bind_with_clock};
+use sqlx::Connection;
+
+use crate::tls::TestCerts;
+use crate::{AdminClient, FakeExtension};
+
+/// Where the server under test keeps its data.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Sqlite,
+    /// A database of its own on the machine's PostgreSQL.
+    Postgres {
+        admin_url: String,
+    },
+}
+
+/// The PostgreSQL server tests use; override with `LATCHKEY_TEST_PG_URL`.
+pub const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+fn pg_required() -> bool {
+    std::env::var_os("CI").is_some() || std::env::var_os("LATCHKEY_REQUIRE_PG").is_some()
+}
+
+impl Backend {
+    /// PostgreSQL if reachable. In CI (or with `LATCHKEY_REQUIRE_PG`) an unreachable
+    /// server fails the test; elsewhere it is skipped, loudly.
+    pub async fn postgres() -> Option<Backend> {
+        let admin_url =
+            std::env::var("LATCHKEY_TEST_PG_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_string());
+        match sqlx::PgConnection::connect(&admin_url).await {
+            Ok(conn) => {
+                let _ = conn.close().await;
+                Some(Backend::Postgres { admin_url })
+            }
+            Err(e) => {
+                assert!(
+                    !pg_required(),
+                    "PostgreSQL is required here but not reachable at {admin_url}: {e}"
+                );
+                eprintln!(
+                    "\n!!! SKIPPED: PostgreSQL not reachable at {admin_url} ({e}); \
+                     set LATCHKEY_REQUIRE_PG=1 to make this a failure !!!\n"
+                );
+                None
+            }
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres { .. } => "postgres",
+        }
+    }
+}
+
+/// A fresh database on the PostgreSQL server, dropped by [`TestServer::stop`].
+/// Databases left behind by crashed runs are dropped after two hours.
+#[derive(Debug)]
+struct PgDatabase {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+fn unix_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl PgDatabase {
+    async fn create(admin_url: &str) -> anyhow::Result<Self> {
+        let mut conn = sqlx::PgConnection::connect(admin_url).await?;
+        let stale: Vec<(String,)> =
+            sqlx::query_as("SELECT datname FROM pg_database WHERE datname LIKE 'lk\\_t\\_%'")
+                .fetch_all(&mut conn)
+                .await?;
+        let cutoff = unix_secs().saturating_sub(7200);
+        for (name,) in stale {
+            let created = name.split('_').nth(2).and_then(|s| s.parse::<u64>().ok());
+            if created.is_some_and(|c| c < cutoff) {
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                )))
+                .execute(&mut conn)
+                .await;
+            }
+        }
+        let name = format!("lk_t_{}_{}", unix_secs(), rand::random::<u32>());
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(&mut conn)
+            .await?;
+        let _ = conn.close().await;
+        let mut url = url_with_db(admin_url, &name)?;
+        url.push_str(if url.contains('?') { "&" } else { "?" });
+        url.push_str("sslmode=disable");
+        Ok(Self {
+            admin_url: admin_url.to_string(),
+            name,
+            url,
+        })
+    }
+
+    async fn drop_database(&self) {
+        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_url).await {
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.name
+            )))
+            .execute(&mut conn)
+            .await;
+            let _ = conn.close().await;
+        }
+    }
+}
+
+fn url_with_db(admin_url: &str, db: &str) -> anyhow::Result<String> {
+    let (base, query) = match admin_url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (admin_url, None),
+    };
+    let cut = base.rfind('/').context("database URL without a path")?;
+    let mut out = format!("{}/{db}", &base[..cut]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    Ok(out)
+}
+
+/// Options for a test server.
+#[derive(Debug)]
+pub struct TestServerBuilder {
+    backend: Backend,
+    tls: bool,
+    limits: Limits,
+    config_edit: Option<fn(&mut Config)>,
+}
+
+impl TestServerBuilder {
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
+
+    pub fn limits(mut self, edit: impl FnOnce(&mut Limits)) -> Self {
+        edit(&mut self.limits);
+        self
+    }
+
+    pub fn config(mut self, edit: fn(&mut Config)) -> Self {
+        self.config_edit = Some(edit);
+        self
+    }
+
+    pub async fn start(self) -> anyhow::Result<TestServer> {
+        crate::logs::init();
+        crate::install_crypto_provider();
+        let dir = tempfile::tempdir()?;
+        let pg = match &self.backend {
+            Backend::Sqlite => None,
+            Backend::Postgres { admin_url } => Some(PgDatabase::create(admin_url).await?),
+        };
+        let certs = if self.tls {
+            Some(TestCerts::generate()?)
+        } else {
+            None
+        };
+        let mut config = Config {
+            listen: "127.0.0.1:0".parse()?,
+            data_dir: dir.path().join("data"),
+            database_url: pg.as_ref().map(|p| p.url.clone()),
+            limits: self.limits,
+            ..Config::default()
+        };
+        if let Some(certs) = &certs {
+            let (cert, key) = certs.write(dir.path())?;
+            config.tls = Some(TlsFiles { cert, key });
+        }
+        if let Some(edit) = self.config_edit {
+            edit(&mut config);
+        }
+        let clock = Clock::system();
+        let handle = bind_with_clock(config.clone(), clock.clone()).await?;
+        let admin_token = handle
+            .bootstrap
+            .as_ref()
+            .map(|b| b.admin_token.clone())
+            .context("a fresh store must bootstrap an admin token")?;
+        let client_tls = certs.as_ref().map(TestCerts::client_config).transpose()?;
+        let http = build_http_client(certs.as_ref())?;
+        Ok(TestServer {
+            handle: Some(handle),
+            config,
+            clock,
+            admin_token,
+            http,
+            client_tls,
+            certs,
+            pg,
+            backend: self.backend,
+            _dir: dir,
+        })
+    }
+}
+
+fn build_http_client(certs: Option<&TestCerts>) -> anyhow::Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(Duration::from_secs(30));
+    if let Some(certs) = certs {
+        builder =
+            builder.tls_certs_only([reqwest::Certificate::from_pem(certs.ca_pem.as_bytes())?]);
+    }
+    Ok(builder.build()?)
+}
+
+/// A running `latchkeyd` for one test.
+pub struct TestServer {
+    handle: Option<ServerHandle>,
+    config: Config,
+    clock: Clock,
+    /// The bootstrap admin token of tenant `default`.
+    pub admin_token: String,
+    /// An HTTP client that trusts this server's certificate and never follows redirects.
+    pub http: reqwest::Client,
+    client_tls: Option<Arc<rustls::ClientConfig>>,
+    certs: Option<TestCerts>,
+    pg: Option<PgDatabase>,
+    backend: Backend,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn builder(backend: Backend) -> TestServerBuilder {
+        TestServerBuilder {
+            backend,
+            tls: false,
+            limits: Limits::default(),
+            config_edit: None,
+        }
+    }
+
+    /// A plain server on the given backend with default limits.
+    pub async fn start(backend: Backend) -> anyhow::Result<TestServer> {
+        Self::builder(backend).start().await
+    }
+
+    fn handle(&self) -> &ServerHandle {
+        // Present from start until stop() consumes self.
+        self.handle
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("server handle taken"))
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    pub fn state(&self) -> &latchkey_server::app::AppState {
+        self.handle().state()
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// `http://127.0.0.1:PORT` or `https://localhost:PORT`.
+    pub fn http_base(&self) -> String {
+        let addr = self.handle().public_addr;
+        if self.certs.is_some() {
+            format!("https://localhost:{}", addr.port())
+        } else {
+            format!("http://{addr}")
+        }
+    }
+
+    pub fn public_base(&self) -> &str {
+        &self.handle().public_base
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.handle().public_addr
+    }
+
+    /// TLS settings for WebSocket clients (None for a plain server).
+    pub fn client_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.client_tls.clone()
+    }
+
+    pub fn admin(&self) -> AdminClient {
+        self.admin_with(&self.admin_token)
+    }
+
+    pub fn admin_with(&self, token: &str) -> AdminClient {
+        AdminClient::new(self.http.clone(), self.http_base(), token.to_string())
+    }
+
+    /// Create a pairing link and a fake extension holding it.
+    pub async fn new_extension(&self) -> anyhow::Result<FakeExtension> {
+        let pairing = self.admin().create_pairing(None, None).await?;
+        FakeExtension::from_link(&pairing.link, self.http.clone(), self.client_tls())
+    }
+
+    /// Stop and start again on the same store and data directory (a new port).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        if let Some(h) = self.handle.take() {
+            h.shutdown().await;
+        }
+        self.handle = Some(bind_with_clock(self.config.clone(), self.clock.clone()).await?);
+        Ok(())
+    }
+
+    /// Shut down gracefully and drop the test database.
+    pub async fn stop(mut self) {
+        if let Some(h) = self.handle.take() {
+            h.shutdown().await;
+        }
+        if let Some(pg) = &self.pg {
+            pg.drop_database().await;
+        }
+    }
+
+    /// The resolved configuration the server runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
