@@ -1,1 +1,124 @@
-fn main() {}
+//! `latchkey`: the command-line client for agents and team admins.
+//!
+//! Exit codes come from the protocol crate's one table; with `--json` every command
+//! prints exactly one JSON document on stdout, errors included.
+
+mod admin;
+mod args;
+mod client;
+mod error;
+mod output;
+mod profile;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use latchkey_protocol::api::TokenList;
+use reqwest::Method;
+
+use crate::args::{Cli, Command, Global};
+use crate::client::ApiClient;
+use crate::error::CliError;
+use crate::profile::{Profile, Profiles};
+
+fn main() -> ExitCode {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let cli = Cli::parse();
+    let json = cli.global.json;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("latchkey: cannot start: {e}");
+            return ExitCode::from(latchkey_protocol::error_code::exit::FAILURE);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if json {
+                let body = serde_json::json!({"error": {"code": e.code(), "message": e.message()}});
+                println!("{body}");
+            } else {
+                eprintln!("latchkey: {}: {}", e.code(), e.message());
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// URL and token from flags/variables, else the named profile.
+fn resolve(global: &Global) -> Result<Profile, CliError> {
+    let saved = Profiles::load()?.profiles.remove(&global.profile);
+    let url = global
+        .url
+        .clone()
+        .or_else(|| saved.as_ref().map(|p| p.url.clone()))
+        .ok_or_else(|| {
+            CliError::Config(
+                "no server URL: pass --url, set LATCHKEY_URL or run `latchkey login`".into(),
+            )
+        })?;
+    let token = global
+        .token
+        .clone()
+        .or_else(|| saved.as_ref().map(|p| p.token.clone()))
+        .ok_or_else(|| {
+            CliError::Config(
+                "no token: pass --token, set LATCHKEY_TOKEN or run `latchkey login`".into(),
+            )
+        })?;
+    Ok(Profile { url, token })
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let ca = cli.global.ca_cert.as_deref();
+    match cli.command {
+        Command::Login { url, token } => {
+            let client = ApiClient::new(&url, &token, ca)?;
+            // Prove the pair works before saving it (an admin token lists tokens;
+            // an agent token is refused there with permission_denied, which still
+            // proves it authenticates).
+            match client
+                .call::<TokenList>(Method::GET, "/v1/admin/tokens", None::<&()>)
+                .await
+            {
+                Ok(_) => {}
+                Err(CliError::Api {
+                    code: latchkey_protocol::ErrorCode::PermissionDenied,
+                    ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
+            let mut profiles = Profiles::load()?;
+            profiles.profiles.insert(
+                cli.global.profile.clone(),
+                Profile {
+                    url: url.clone(),
+                    token,
+                },
+            );
+            let path = profiles.save()?;
+            if cli.global.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"profile": cli.global.profile, "url": url, "saved_to": path})
+                );
+            } else {
+                println!(
+                    "logged in to {url} as profile {:?} (saved in {})",
+                    cli.global.profile,
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Admin(cmd) => {
+            let profile = resolve(&cli.global)?;
+            let client = ApiClient::new(&profile.url, &profile.token, ca)?;
+            admin::run(&client, cmd, cli.global.json).await
+        }
+    }
+}

@@ -18,9 +18,23 @@ const NOT_FOUND: &str = r#"{"error":"not_found"}"#;
 fn assert_refusal(case: &str, answer: &HttpAnswer, status: u16, body: &str) {
     assert_eq!(answer.status, status, "{case}: {}", answer.body);
     assert_eq!(answer.body, body, "{case}");
-    let header = |name: &str| answer.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-    assert_eq!(header("cache-control").as_deref(), Some("no-store"), "{case}");
-    assert_eq!(header("content-type").as_deref(), Some("application/json"), "{case}");
+    let header = |name: &str| {
+        answer
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        header("cache-control").as_deref(),
+        Some("no-store"),
+        "{case}"
+    );
+    assert_eq!(
+        header("content-type").as_deref(),
+        Some("application/json"),
+        "{case}"
+    );
     assert_eq!(header("connection").as_deref(), Some("close"), "{case}");
 }
 
@@ -53,28 +67,111 @@ async fn authorize_rejections(backend: Backend) {
     let good = json!({"action": "pair", "next_token": new_token()}).to_string();
 
     // (case, headers, body, status, expected body)
-    let big = json!({"action": "pair", "next_token": new_token(), "label": "x".repeat(5000)}).to_string();
+    let big =
+        json!({"action": "pair", "next_token": new_token(), "label": "x".repeat(5000)}).to_string();
     let cases: Vec<(&str, Vec<(&str, &str)>, String, u16, &str)> = vec![
-        ("unknown secret", vec![("authorization", "Bearer AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), json_ct], good.clone(), 401, UNAUTHORIZED),
+        (
+            "unknown secret",
+            vec![
+                (
+                    "authorization",
+                    "Bearer AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                ),
+                json_ct,
+            ],
+            good.clone(),
+            401,
+            UNAUTHORIZED,
+        ),
         ("no bearer", vec![json_ct], good.clone(), 401, UNAUTHORIZED),
-        ("basic auth", vec![("authorization", "Basic Zm9vOmJhcg=="), json_ct], good.clone(), 401, UNAUTHORIZED),
-        ("two bearers", vec![("authorization", &bearer), ("authorization", &bearer), json_ct], good.clone(), 401, UNAUTHORIZED),
-        ("short secret", vec![("authorization", "Bearer abc"), json_ct], good.clone(), 401, UNAUTHORIZED),
-        ("body over 4 KiB", vec![("authorization", &bearer), json_ct], big, 400, INVALID),
-        ("not JSON", vec![("authorization", &bearer), json_ct], "{nope".into(), 400, INVALID),
-        ("wrong content type", vec![("authorization", &bearer), ("content-type", "text/plain")], good.clone(), 400, INVALID),
-        ("unknown key", vec![("authorization", &bearer), json_ct],
-            json!({"action": "pair", "next_token": new_token(), "extra": 1}).to_string(), 400, INVALID),
-        ("unknown action", vec![("authorization", &bearer), json_ct],
-            json!({"action": "steal", "next_token": new_token()}).to_string(), 400, INVALID),
-        ("next_token 42 chars", vec![("authorization", &bearer), json_ct],
-            json!({"action": "pair", "next_token": "a".repeat(42)}).to_string(), 400, INVALID),
-        ("next_token 44 chars", vec![("authorization", &bearer), json_ct],
-            json!({"action": "pair", "next_token": "a".repeat(44)}).to_string(), 400, INVALID),
-        ("next_token padded", vec![("authorization", &bearer), json_ct],
-            json!({"action": "pair", "next_token": format!("{}=", "a".repeat(42))}).to_string(), 400, INVALID),
-        ("next_token missing", vec![("authorization", &bearer), json_ct],
-            json!({"action": "pair"}).to_string(), 400, INVALID),
+        (
+            "basic auth",
+            vec![("authorization", "Basic Zm9vOmJhcg=="), json_ct],
+            good.clone(),
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "two bearers",
+            vec![
+                ("authorization", &bearer),
+                ("authorization", &bearer),
+                json_ct,
+            ],
+            good.clone(),
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "short secret",
+            vec![("authorization", "Bearer abc"), json_ct],
+            good.clone(),
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "body over 4 KiB",
+            vec![("authorization", &bearer), json_ct],
+            big,
+            400,
+            INVALID,
+        ),
+        (
+            "not JSON",
+            vec![("authorization", &bearer), json_ct],
+            "{nope".into(),
+            400,
+            INVALID,
+        ),
+        (
+            "wrong content type",
+            vec![("authorization", &bearer), ("content-type", "text/plain")],
+            good.clone(),
+            400,
+            INVALID,
+        ),
+        (
+            "unknown key",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "pair", "next_token": new_token(), "extra": 1}).to_string(),
+            400,
+            INVALID,
+        ),
+        (
+            "unknown action",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "steal", "next_token": new_token()}).to_string(),
+            400,
+            INVALID,
+        ),
+        (
+            "next_token 42 chars",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "pair", "next_token": "a".repeat(42)}).to_string(),
+            400,
+            INVALID,
+        ),
+        (
+            "next_token 44 chars",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "pair", "next_token": "a".repeat(44)}).to_string(),
+            400,
+            INVALID,
+        ),
+        (
+            "next_token padded",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "pair", "next_token": format!("{}=", "a".repeat(42))}).to_string(),
+            400,
+            INVALID,
+        ),
+        (
+            "next_token missing",
+            vec![("authorization", &bearer), json_ct],
+            json!({"action": "pair"}).to_string(),
+            400,
+            INVALID,
+        ),
     ];
     for (case, headers, body, status, expected) in cases {
         let answer = post(&server, &url, &headers, body).await;
@@ -82,12 +179,22 @@ async fn authorize_rejections(backend: Backend) {
     }
 
     // Any query string → 401, even with a valid secret.
-    let answer = post(&server, &format!("{url}?x=1"), &[("authorization", &bearer), json_ct], good.clone()).await;
+    let answer = post(
+        &server,
+        &format!("{url}?x=1"),
+        &[("authorization", &bearer), json_ct],
+        good.clone(),
+    )
+    .await;
     assert_refusal("query string", &answer, 401, UNAUTHORIZED);
 
     // Other methods and paths → 404.
     let resp = server.http.get(&url).send().await.expect("get");
-    let answer = HttpAnswer { status: resp.status().as_u16(), headers: resp.headers().clone(), body: resp.text().await.expect("body") };
+    let answer = HttpAnswer {
+        status: resp.status().as_u16(),
+        headers: resp.headers().clone(),
+        body: resp.text().await.expect("body"),
+    };
     assert_refusal("GET authorize", &answer, 404, NOT_FOUND);
     let other = url.replace("/extension/authorize", "/extension/other");
     let resp = server.http.post(&other).send().await.expect("post");
@@ -96,18 +203,36 @@ async fn authorize_rejections(backend: Backend) {
     // Nothing changed: no device, and the link still pairs.
     assert!(server.admin().devices().await.expect("list").is_empty());
     let mut ext = ext;
-    ext.pair().await.expect("the link still works after every refusal");
+    ext.pair()
+        .await
+        .expect("the link still works after every refusal");
 
     // Used and expired secrets answer exactly like unknown ones.
-    let used = ext.pair_with(&new_token()).await.expect("request").expect_err("used");
+    let used = ext
+        .pair_with(&new_token())
+        .await
+        .expect("request")
+        .expect_err("used");
     assert_refusal("used secret", &used, 401, UNAUTHORIZED);
-    let expired_link = server.admin().create_pairing(None, Some(1)).await.expect("pairing");
+    let expired_link = server
+        .admin()
+        .create_pairing(None, Some(1))
+        .await
+        .expect("pairing");
     server.clock().advance(Duration::from_secs(2));
-    let mut expired = FakeExtension::from_link(&expired_link.link, server.http.clone(), None).expect("link");
-    let answer = expired.pair_with(&new_token()).await.expect("request").expect_err("expired");
+    let mut expired =
+        FakeExtension::from_link(&expired_link.link, server.http.clone(), None).expect("link");
+    let answer = expired
+        .pair_with(&new_token())
+        .await
+        .expect("request")
+        .expect_err("expired");
     assert_refusal("expired secret", &answer, 401, UNAUTHORIZED);
     // An unknown device token on renew, too.
-    let answer = ext.renew_raw(&new_token(), &new_token()).await.expect("renew");
+    let answer = ext
+        .renew_raw(&new_token(), &new_token())
+        .await
+        .expect("renew");
     assert_refusal("unknown token", &answer, 401, UNAUTHORIZED);
     // Renewing to the same token.
     let current = ext.token.clone().expect("token");
@@ -129,7 +254,9 @@ async fn slow_body_is_refused() {
         .await
         .expect("server");
     let ext = server.new_extension().await.expect("ext");
-    let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.expect("tcp");
+    let mut tcp = tokio::net::TcpStream::connect(server.addr())
+        .await
+        .expect("tcp");
     let head = format!(
         "POST /extension/authorize HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\n\
          content-type: application/json\r\ncontent-length: 200\r\n\r\n{{\"action\":",
@@ -162,18 +289,84 @@ async fn upgrade_rejections(backend: Backend) {
     let sp = "sec-websocket-protocol";
 
     let cases: Vec<(&str, Vec<(&str, &str)>, Option<String>, u16, &str)> = vec![
-        ("missing origin", vec![(sp, &proto)], None, 401, UNAUTHORIZED),
-        ("two origins", vec![(sp, &proto), origin, origin], None, 401, UNAUTHORIZED),
-        ("web origin", vec![(sp, &proto), ("origin", "http://localhost")], None, 403, UNAUTHORIZED),
-        ("null origin", vec![(sp, &proto), ("origin", "null")], None, 403, UNAUTHORIZED),
-        ("bad extension id", vec![(sp, &proto), ("origin", &bad_id)], None, 403, UNAUTHORIZED),
-        ("trailing slash", vec![(sp, &proto), ("origin", &trailing)], None, 403, UNAUTHORIZED),
+        (
+            "missing origin",
+            vec![(sp, &proto)],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "two origins",
+            vec![(sp, &proto), origin, origin],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "web origin",
+            vec![(sp, &proto), ("origin", "http://localhost")],
+            None,
+            403,
+            UNAUTHORIZED,
+        ),
+        (
+            "null origin",
+            vec![(sp, &proto), ("origin", "null")],
+            None,
+            403,
+            UNAUTHORIZED,
+        ),
+        (
+            "bad extension id",
+            vec![(sp, &proto), ("origin", &bad_id)],
+            None,
+            403,
+            UNAUTHORIZED,
+        ),
+        (
+            "trailing slash",
+            vec![(sp, &proto), ("origin", &trailing)],
+            None,
+            403,
+            UNAUTHORIZED,
+        ),
         ("no subprotocol", vec![origin], None, 401, UNAUTHORIZED),
-        ("two subprotocols", vec![(sp, &two), origin], None, 401, UNAUTHORIZED),
-        ("duplicate subprotocol headers", vec![(sp, &proto), (sp, &proto), origin], None, 401, UNAUTHORIZED),
-        ("pairing secret as token", vec![(sp, &secret_proto), origin], None, 401, UNAUTHORIZED),
-        ("8 KiB subprotocol", vec![(sp, &long_proto), origin], None, 401, UNAUTHORIZED),
-        ("query string", vec![(sp, &proto), origin], Some(format!("{}?a=b", ext.ws_url)), 401, UNAUTHORIZED),
+        (
+            "two subprotocols",
+            vec![(sp, &two), origin],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "duplicate subprotocol headers",
+            vec![(sp, &proto), (sp, &proto), origin],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "pairing secret as token",
+            vec![(sp, &secret_proto), origin],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "8 KiB subprotocol",
+            vec![(sp, &long_proto), origin],
+            None,
+            401,
+            UNAUTHORIZED,
+        ),
+        (
+            "query string",
+            vec![(sp, &proto), origin],
+            Some(format!("{}?a=b", ext.ws_url)),
+            401,
+            UNAUTHORIZED,
+        ),
     ];
     for (case, headers, url, status, body) in cases {
         let answer = ext
@@ -185,8 +378,14 @@ async fn upgrade_rejections(backend: Backend) {
         assert_eq!(answer.body, body, "{case}");
     }
     // Another (well-formed) extension id is fine without an allow-list.
-    let ok = ext.connect_with(&[(sp, &proto), ("origin", &other_ext)], None).await.expect("request");
-    assert!(ok.is_ok(), "any extension id connects when no allow-list is set");
+    let ok = ext
+        .connect_with(&[(sp, &proto), ("origin", &other_ext)], None)
+        .await
+        .expect("request");
+    assert!(
+        ok.is_ok(),
+        "any extension id connects when no allow-list is set"
+    );
     logs::assert_no_secrets(&[&token, &secret]);
     server.stop().await;
 }
@@ -214,8 +413,14 @@ async fn handshake_rejections() {
     let mut s = ext.connect().await.expect("c").expect("upgrade");
     let mut params = latchkey_testkit::extension::handshake_params();
     params.version = "1.2".into();
-    let req = latchkey_protocol::RequestFrame::new("hs-1", "system.handshake", Some(serde_json::to_value(&params).expect("json")));
-    s.send_frame(&latchkey_protocol::Frame::Request(req)).await.expect("send");
+    let req = latchkey_protocol::RequestFrame::new(
+        "hs-1",
+        "system.handshake",
+        Some(serde_json::to_value(&params).expect("json")),
+    );
+    s.send_frame(&latchkey_protocol::Frame::Request(req))
+        .await
+        .expect("send");
     assert_eq!(s.ended(deadline).await.expect("end"), Ended::Closed(policy));
 
     // Incompatible protocol: `version_too_old` with the contract's data, then closed.
@@ -238,11 +443,16 @@ async fn handshake_rejections() {
     let mut s = ext.connect().await.expect("c").expect("upgrade");
     let mut params = latchkey_testkit::extension::handshake_params();
     params.protocol_version = "1.3".into();
-    assert!(matches!(s.handshake_with(&params).await.expect("reply"), latchkey_protocol::Frame::Success(_)));
+    assert!(matches!(
+        s.handshake_with(&params).await.expect("reply"),
+        latchkey_protocol::Frame::Success(_)
+    ));
 
     // Another request first: protocol_error, then closed.
     let mut s = ext.connect().await.expect("c").expect("upgrade");
-    s.send_text(r#"{"id":"x1","method":"tool.tab_list","params":{}}"#).await.expect("send");
+    s.send_text(r#"{"id":"x1","method":"tool.tab_list","params":{}}"#)
+        .await
+        .expect("send");
     match s.next_frame().await.expect("reply") {
         latchkey_protocol::Frame::Error(e) => {
             assert_eq!(e.error.code, latchkey_protocol::ErrorCode::ProtocolError);
@@ -261,9 +471,15 @@ async fn handshake_rejections() {
     // and the socket stays usable.
     let mut s = ext.connect_online().await.expect("online");
     s.send_text("not json").await.expect("send");
-    s.send_text(r#"{"id":"a1","result":{}}"#).await.expect("send");
-    s.send_text(r#"{"event":"future.event","payload":{"x":1}}"#).await.expect("send");
-    s.send_text(r#"{"id":"r1","method":"audit.request","params":{}}"#).await.expect("send");
+    s.send_text(r#"{"id":"a1","result":{}}"#)
+        .await
+        .expect("send");
+    s.send_text(r#"{"event":"future.event","payload":{"x":1}}"#)
+        .await
+        .expect("send");
+    s.send_text(r#"{"id":"r1","method":"audit.request","params":{}}"#)
+        .await
+        .expect("send");
     match s.next_frame().await.expect("reply") {
         latchkey_protocol::Frame::Error(e) => {
             assert_eq!(e.id, "r1");
@@ -280,14 +496,28 @@ async fn admin_api_rejections() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let admin = server.admin();
     let no_token = server.admin_with("lk_nope");
-    let (status, body) = no_token.raw(latchkey_testkit::reqwest::Method::GET, "/v1/admin/devices", None).await.expect("req");
+    let (status, body) = no_token
+        .raw(
+            latchkey_testkit::reqwest::Method::GET,
+            "/v1/admin/devices",
+            None,
+        )
+        .await
+        .expect("req");
     assert_eq!(status, 401);
     assert_eq!(body["error"]["code"], "unauthorized");
 
-    let agent = admin.create_token("agent-1", latchkey_protocol::api::Role::Agent).await.expect("token");
+    let agent = admin
+        .create_token("agent-1", latchkey_protocol::api::Role::Agent)
+        .await
+        .expect("token");
     let (status, body) = server
         .admin_with(&agent.token)
-        .raw(latchkey_testkit::reqwest::Method::GET, "/v1/admin/devices", None)
+        .raw(
+            latchkey_testkit::reqwest::Method::GET,
+            "/v1/admin/devices",
+            None,
+        )
         .await
         .expect("req");
     assert_eq!(status, 403);
@@ -295,24 +525,45 @@ async fn admin_api_rejections() {
 
     let cases: Vec<(&str, Value, &str)> = vec![
         ("ttl 0", json!({"ttl_secs": 0}), "invalid_params"),
-        ("ttl over an hour", json!({"ttl_secs": 3601}), "invalid_params"),
+        (
+            "ttl over an hour",
+            json!({"ttl_secs": 3601}),
+            "invalid_params",
+        ),
         ("empty label", json!({"label": "  "}), "invalid_params"),
         ("unknown key", json!({"nope": 1}), "invalid_request"),
     ];
     for (case, body, code) in cases {
         let (status, answer) = admin
-            .raw(latchkey_testkit::reqwest::Method::POST, "/v1/admin/pairings", Some(body))
+            .raw(
+                latchkey_testkit::reqwest::Method::POST,
+                "/v1/admin/pairings",
+                Some(body),
+            )
             .await
             .expect("req");
         assert_eq!(status, 400, "{case}");
         assert_eq!(answer["error"]["code"], code, "{case}");
     }
     let (status, body) = admin
-        .raw(latchkey_testkit::reqwest::Method::GET, "/v1/admin/audit?limit=0", None)
+        .raw(
+            latchkey_testkit::reqwest::Method::GET,
+            "/v1/admin/audit?limit=0",
+            None,
+        )
         .await
         .expect("req");
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_params")));
-    let (status, body) = admin.raw(latchkey_testkit::reqwest::Method::GET, "/v1/nowhere", None).await.expect("req");
-    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_params"))
+    );
+    let (status, body) = admin
+        .raw(latchkey_testkit::reqwest::Method::GET, "/v1/nowhere", None)
+        .await
+        .expect("req");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
     server.stop().await;
 }

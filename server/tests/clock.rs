@@ -22,7 +22,11 @@ async fn pairing_ttl_boundary(backend: Backend) {
     a.pair().await.expect("59 s into a 60 s link still pairs");
     server.clock().advance(Duration::from_secs(2));
     let mut b = FakeExtension::from_link(&outside.link, server.http.clone(), None).expect("link");
-    let refused = b.pair_with(&new_token()).await.expect("request").expect_err("61 s is too late");
+    let refused = b
+        .pair_with(&new_token())
+        .await
+        .expect("request")
+        .expect_err("61 s is too late");
     assert_eq!(refused.status, 401);
     server.stop().await;
 }
@@ -40,7 +44,11 @@ async fn grant_expiry(backend: Backend) {
     ext.renew().await.expect("renew after 31 days");
     server.clock().advance(60 * DAY);
     socket.heartbeat().await.expect("still open at day 91");
-    let view = server.admin().device(&grant.device_id).await.expect("device");
+    let view = server
+        .admin()
+        .device(&grant.device_id)
+        .await
+        .expect("device");
     assert_eq!(view.status, DeviceStatus::Active);
 
     // Past the renewed grant's end: the live socket closes with `expired`.
@@ -50,9 +58,26 @@ async fn grant_expiry(backend: Backend) {
         Ended::Closed(CloseCode::Expired.code())
     );
     let token = ext.token.clone().expect("token");
-    assert_eq!(ext.renew_raw(&token, &new_token()).await.expect("renew").status, 401);
-    assert_eq!(ext.connect().await.expect("connect").expect_err("expired").status, 401);
-    let view = server.admin().device(&grant.device_id).await.expect("device");
+    assert_eq!(
+        ext.renew_raw(&token, &new_token())
+            .await
+            .expect("renew")
+            .status,
+        401
+    );
+    assert_eq!(
+        ext.connect()
+            .await
+            .expect("connect")
+            .expect_err("expired")
+            .status,
+        401
+    );
+    let view = server
+        .admin()
+        .device(&grant.device_id)
+        .await
+        .expect("device");
     assert_eq!(view.status, DeviceStatus::Expired);
     server.stop().await;
 }

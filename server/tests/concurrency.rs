@@ -17,7 +17,12 @@ async fn one_link_many_redemptions(backend: Backend) {
     let attempts: Vec<_> = (0..100)
         .map(|_| {
             let mut ext = ext.clone();
-            tokio::spawn(async move { ext.pair_with(&new_token()).await.expect("request").map(|g| g.device_id) })
+            tokio::spawn(async move {
+                ext.pair_with(&new_token())
+                    .await
+                    .expect("request")
+                    .map(|g| g.device_id)
+            })
         })
         .collect();
     let mut winners = Vec::new();
@@ -73,12 +78,23 @@ async fn one_token_many_successors(backend: Backend) {
     let store = &server.state().store;
     let mut valid = 0;
     for next in &successors {
-        if store.device_by_token_hash(&secret::hash(next)).await.expect("store").is_some() {
+        if store
+            .device_by_token_hash(&secret::hash(next))
+            .await
+            .expect("store")
+            .is_some()
+        {
             valid += 1;
         }
     }
     assert_eq!(valid, 1, "never two valid successors");
-    assert!(store.device_by_token_hash(&secret::hash(&old)).await.expect("store").is_none());
+    assert!(
+        store
+            .device_by_token_hash(&secret::hash(&old))
+            .await
+            .expect("store")
+            .is_none()
+    );
     server.stop().await;
 }
 

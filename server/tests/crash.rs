@@ -48,7 +48,11 @@ async fn start(data_dir: &std::path::Path, failpoints: &str) -> Daemon {
     })
     .await
     .expect("latchkeyd did not start in time");
-    Daemon { child, addr, bootstrap_token }
+    Daemon {
+        child,
+        addr,
+        bootstrap_token,
+    }
 }
 
 #[tokio::test]
@@ -59,8 +63,15 @@ async fn renewal_committed_before_a_crash_survives_it() {
 
     // First life: bootstrap, pair.
     let mut daemon = start(dir.path(), "").await;
-    let token = daemon.bootstrap_token.clone().expect("first start prints the admin token");
-    let admin = latchkey_testkit::AdminClient::new(http.clone(), format!("http://{}", daemon.addr), token.clone());
+    let token = daemon
+        .bootstrap_token
+        .clone()
+        .expect("first start prints the admin token");
+    let admin = latchkey_testkit::AdminClient::new(
+        http.clone(),
+        format!("http://{}", daemon.addr),
+        token.clone(),
+    );
     let pairing = admin.create_pairing(None, None).await.expect("pairing");
     let mut ext = FakeExtension::from_link(&pairing.link, http.clone(), None).expect("link");
     let grant = ext.pair().await.expect("pair");
@@ -71,7 +82,10 @@ async fn renewal_committed_before_a_crash_survives_it() {
 
     // Second life: the renewal commits, then the process dies before replying.
     let daemon = start(dir.path(), "authorize.after_commit").await;
-    assert!(daemon.bootstrap_token.is_none(), "the token is printed on the first start only");
+    assert!(
+        daemon.bootstrap_token.is_none(),
+        "the token is printed on the first start only"
+    );
     let ext2 = at(&daemon, &ext, &http);
     let lost = ext2.renew_raw(&old, &next).await;
     assert!(lost.is_err(), "the reply must be lost: {lost:?}");
@@ -90,15 +104,34 @@ async fn renewal_committed_before_a_crash_survives_it() {
     let retried: latchkey_protocol::authorize::AuthorizeGrant =
         serde_json::from_str(&retry.body).expect("grant");
     assert_eq!(retried.device_id, grant.device_id);
-    assert_eq!(ext3.renew_raw(&old, &new_token()).await.expect("renew").status, 401);
+    assert_eq!(
+        ext3.renew_raw(&old, &new_token())
+            .await
+            .expect("renew")
+            .status,
+        401
+    );
     ext3.token = Some(old);
-    assert_eq!(ext3.connect().await.expect("connect").expect_err("old token").status, 401);
+    assert_eq!(
+        ext3.connect()
+            .await
+            .expect("connect")
+            .expect_err("old token")
+            .status,
+        401
+    );
     ext3.token = Some(next);
-    ext3.connect_online().await.expect("the committed successor connects");
+    ext3.connect_online()
+        .await
+        .expect("the committed successor connects");
 }
 
 /// The same extension, pointed at a restarted daemon's new address.
-fn at(daemon: &Daemon, ext: &FakeExtension, http: &latchkey_testkit::reqwest::Client) -> FakeExtension {
+fn at(
+    daemon: &Daemon,
+    ext: &FakeExtension,
+    http: &latchkey_testkit::reqwest::Client,
+) -> FakeExtension {
     let link = format!("ws://{}/extension#{}", daemon.addr, ext.pairing_secret);
     let mut moved = FakeExtension::from_link(&link, http.clone(), None).expect("link");
     moved.token = ext.token.clone();

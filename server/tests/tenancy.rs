@@ -12,28 +12,62 @@ async fn foreign_ids_look_unknown(backend: Backend) {
     let a = server.admin();
     let mut ext = server.new_extension().await.expect("ext");
     let device = ext.pair().await.expect("pair").device_id;
-    let a_token = a.create_token("a-agent", latchkey_protocol::api::Role::Agent).await.expect("token");
-
-    let beta = create_tenant(server.state().store.as_ref(), "beta", server.clock().now_ms())
+    let a_token = a
+        .create_token("a-agent", latchkey_protocol::api::Role::Agent)
         .await
-        .expect("tenant beta");
+        .expect("token");
+
+    let beta = create_tenant(
+        server.state().store.as_ref(),
+        "beta",
+        server.clock().now_ms(),
+    )
+    .await
+    .expect("tenant beta");
     let b = server.admin_with(&beta.admin_token);
-    assert!(b.devices().await.expect("list").is_empty(), "beta sees none of default's devices");
+    assert!(
+        b.devices().await.expect("list").is_empty(),
+        "beta sees none of default's devices"
+    );
 
     let unknown = "0123456789abcdef0123456789abcdef";
     let cases = [
         (Method::GET, "/v1/admin/devices/{}", None),
-        (Method::PATCH, "/v1/admin/devices/{}", Some(json!({"label": "mine now"}))),
+        (
+            Method::PATCH,
+            "/v1/admin/devices/{}",
+            Some(json!({"label": "mine now"})),
+        ),
         (Method::DELETE, "/v1/admin/devices/{}", None),
     ];
     for (method, path, body) in cases {
-        let foreign = b.raw(method.clone(), &path.replace("{}", &device), body.clone()).await.expect("req");
-        let missing = b.raw(method.clone(), &path.replace("{}", unknown), body.clone()).await.expect("req");
+        let foreign = b
+            .raw(method.clone(), &path.replace("{}", &device), body.clone())
+            .await
+            .expect("req");
+        let missing = b
+            .raw(method.clone(), &path.replace("{}", unknown), body.clone())
+            .await
+            .expect("req");
         assert_eq!(foreign, missing, "{method} {path}");
         assert_eq!(foreign.0, 404);
     }
-    let foreign = b.raw(Method::DELETE, &format!("/v1/admin/tokens/{}", a_token.view.id), None).await.expect("req");
-    let missing = b.raw(Method::DELETE, "/v1/admin/tokens/tok_0000000000000000", None).await.expect("req");
+    let foreign = b
+        .raw(
+            Method::DELETE,
+            &format!("/v1/admin/tokens/{}", a_token.view.id),
+            None,
+        )
+        .await
+        .expect("req");
+    let missing = b
+        .raw(
+            Method::DELETE,
+            "/v1/admin/tokens/tok_0000000000000000",
+            None,
+        )
+        .await
+        .expect("req");
     assert_eq!(foreign, missing);
 
     // Nothing of tenant A changed, and B's revoke-all touched nothing of A's.
@@ -42,7 +76,9 @@ async fn foreign_ids_look_unknown(backend: Backend) {
     let view = a.device(&device).await.expect("device");
     assert_eq!(view.status, latchkey_protocol::api::DeviceStatus::Active);
     assert_ne!(view.label, "mine now");
-    ext.connect_online().await.expect("A's device still connects");
+    ext.connect_online()
+        .await
+        .expect("A's device still connects");
     server.stop().await;
 }
 

@@ -1,0 +1,235 @@
+//! `latchkey admin …`: pairing links, devices, tokens, audit.
+
+use latchkey_protocol::api::{
+    AuditList, CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, PairingCreated,
+    RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
+};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::args::{AdminCommand, TokensCommand};
+use crate::client::ApiClient;
+use crate::error::CliError;
+use crate::output::{opt, table};
+
+const NO_BODY: Option<&Value> = None;
+
+/// Run one admin command; prints JSON or human output.
+pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<(), CliError> {
+    match cmd {
+        AdminCommand::Pair { label, ttl } => {
+            let body = CreatePairingRequest {
+                label,
+                ttl_secs: ttl,
+            };
+            let created: PairingCreated = client
+                .call(Method::POST, "/v1/admin/pairings", Some(&body))
+                .await?;
+            emit(json, &created, || {
+                println!("Pairing link (single use, expires {}):", created.expires_at);
+                println!("  {}", created.link);
+                println!("Paste it into the Latchkey extension's popup on the browser to lend.");
+            })
+        }
+        AdminCommand::Devices => {
+            let list: DeviceList = client
+                .call(Method::GET, "/v1/admin/devices", NO_BODY)
+                .await?;
+            emit(json, &list, || devices_table(&list.devices))
+        }
+        AdminCommand::Rename { id, label } => {
+            let body = RenameDeviceRequest { label };
+            let d: DeviceView = client
+                .call(
+                    Method::PATCH,
+                    &format!("/v1/admin/devices/{}", path_segment(&id)),
+                    Some(&body),
+                )
+                .await?;
+            emit(json, &d, || {
+                println!("device {} is now labelled {:?}", d.id, d.label)
+            })
+        }
+        AdminCommand::Revoke { id, all } => {
+            if all {
+                let r: RevokeAllResult = client
+                    .call(Method::POST, "/v1/admin/devices/revoke-all", NO_BODY)
+                    .await?;
+                emit(json, &r, || {
+                    println!(
+                        "revoked {} device(s); voided {} unused pairing link(s)",
+                        r.revoked_devices, r.voided_pairings
+                    )
+                })
+            } else {
+                let id = id.unwrap_or_default();
+                let d: DeviceView = client
+                    .call(
+                        Method::DELETE,
+                        &format!("/v1/admin/devices/{}", path_segment(&id)),
+                        NO_BODY,
+                    )
+                    .await?;
+                emit(json, &d, || {
+                    println!("device {} revoked; its connection was closed", d.id)
+                })
+            }
+        }
+        AdminCommand::Tokens(TokensCommand::Create { name, role, ttl }) => {
+            let body = CreateTokenRequest {
+                name,
+                role,
+                ttl_secs: ttl,
+            };
+            let t: TokenCreated = client
+                .call(Method::POST, "/v1/admin/tokens", Some(&body))
+                .await?;
+            emit(json, &t, || {
+                println!(
+                    "token {} ({}, role {}) created. Secret, shown once:",
+                    t.view.id,
+                    t.view.name,
+                    t.view.role.as_str()
+                );
+                println!("  {}", t.token);
+            })
+        }
+        AdminCommand::Tokens(TokensCommand::List) => {
+            let list: TokenList = client
+                .call(Method::GET, "/v1/admin/tokens", NO_BODY)
+                .await?;
+            emit(json, &list, || tokens_table(&list.tokens))
+        }
+        AdminCommand::Tokens(TokensCommand::Revoke { id }) => {
+            let t: TokenView = client
+                .call(
+                    Method::DELETE,
+                    &format!("/v1/admin/tokens/{}", path_segment(&id)),
+                    NO_BODY,
+                )
+                .await?;
+            emit(json, &t, || println!("token {} ({}) revoked", t.id, t.name))
+        }
+        AdminCommand::Audit { limit, before } => {
+            let mut path = format!("/v1/admin/audit?limit={limit}");
+            if let Some(b) = before {
+                path.push_str(&format!("&before={b}"));
+            }
+            let list: AuditList = client.call(Method::GET, &path, NO_BODY).await?;
+            emit(json, &list, || {
+                let rows: Vec<Vec<String>> = list
+                    .events
+                    .iter()
+                    .map(|e| {
+                        vec![
+                            e.id.to_string(),
+                            e.at.clone(),
+                            e.actor.clone(),
+                            e.action.clone(),
+                            e.target.clone(),
+                            e.outcome.clone(),
+                            opt(&e.detail),
+                        ]
+                    })
+                    .collect();
+                table(
+                    &["ID", "AT", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
+                    &rows,
+                );
+                if let Some(next) = list.next_before {
+                    println!("(more: --before {next})");
+                }
+            })
+        }
+    }
+}
+
+/// Ids go into the URL path; anything but id characters is percent-encoded away.
+fn path_segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn emit<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce()) -> Result<(), CliError> {
+    if json {
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| CliError::Config(e.to_string()))?;
+        println!("{text}");
+    } else {
+        human();
+    }
+    Ok(())
+}
+
+fn devices_table(devices: &[DeviceView]) {
+    if devices.is_empty() {
+        println!("no devices; create a pairing link with `latchkey admin pair`");
+        return;
+    }
+    let rows: Vec<Vec<String>> = devices
+        .iter()
+        .map(|d| {
+            vec![
+                d.id.clone(),
+                d.label.clone(),
+                d.owner.clone(),
+                format!("{:?}", d.status).to_lowercase(),
+                if d.online {
+                    "online".into()
+                } else {
+                    "offline".into()
+                },
+                d.expires_at.clone(),
+                opt(&d.last_seen_at),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "LABEL",
+            "OWNER",
+            "STATUS",
+            "CONNECTION",
+            "EXPIRES",
+            "LAST SEEN",
+        ],
+        &rows,
+    );
+}
+
+fn tokens_table(tokens: &[TokenView]) {
+    let rows: Vec<Vec<String>> = tokens
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.name.clone(),
+                t.role.as_str().to_string(),
+                t.created_at.clone(),
+                opt(&t.expires_at),
+                opt(&t.revoked_at),
+                opt(&t.last_used_at),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "NAME",
+            "ROLE",
+            "CREATED",
+            "EXPIRES",
+            "REVOKED",
+            "LAST USED",
+        ],
+        &rows,
+    );
+}

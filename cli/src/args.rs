@@ -1,0 +1,149 @@
+//! The `latchkey` command line (design §5).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use latchkey_protocol::api::Role;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "latchkey",
+    version,
+    about = "Latchkey: drive a home browser from the cloud, and manage who may"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Server base URL, e.g. https://gw.example.com.
+    #[arg(long, global = true, env = "LATCHKEY_URL")]
+    pub url: Option<String>,
+    /// API token (lk_…). Prefer `latchkey login` or the variable over the flag.
+    #[arg(long, global = true, env = "LATCHKEY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Saved profile to use.
+    #[arg(
+        long,
+        global = true,
+        env = "LATCHKEY_PROFILE",
+        default_value = "default"
+    )]
+    pub profile: String,
+    /// Print one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Extra PEM CA certificate to trust (for private CAs).
+    #[arg(long, global = true, env = "LATCHKEY_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Save a server URL and token as a profile (checked against the server first).
+    Login {
+        #[arg(long)]
+        url: String,
+        #[arg(long, env = "LATCHKEY_TOKEN", hide_env_values = true)]
+        token: String,
+    },
+    /// Team administration.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a one-time pairing link for a browser.
+    Pair {
+        /// Label the device will get.
+        #[arg(long)]
+        label: Option<String>,
+        /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<u64>,
+    },
+    /// List devices with owner, status and expiry.
+    Devices,
+    /// Rename a device.
+    Rename { id: String, label: String },
+    /// Revoke a device (its live connection closes at once), or all with --all.
+    Revoke {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Revoke every device of the team and void unused pairing links.
+        #[arg(long)]
+        all: bool,
+    },
+    /// API tokens.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+    /// The audit trail, newest first.
+    Audit {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Only events older than this id (for paging).
+        #[arg(long)]
+        before: Option<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Create a token; its secret is printed once.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// Lifetime, e.g. 30d, 12h; none means no expiry.
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<u64>,
+    },
+    List,
+    Revoke {
+        id: String,
+    },
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    Role::parse(s).ok_or_else(|| "role must be agent or admin".to_string())
+}
+
+/// `90`, `90s`, `5m`, `1h`, `30d` → seconds.
+pub fn parse_ttl(s: &str) -> Result<u64, String> {
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 90s, 5m, 1h, 30d"))?;
+    let mult = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{s:?}: unit must be s, m, h or d")),
+    };
+    n.checked_mul(mult)
+        .filter(|v| *v > 0)
+        .ok_or_else(|| format!("{s:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_parsing() {
+        assert_eq!(parse_ttl("90"), Ok(90));
+        assert_eq!(parse_ttl("5m"), Ok(300));
+        assert_eq!(parse_ttl("1h"), Ok(3600));
+        assert_eq!(parse_ttl("30d"), Ok(2_592_000));
+        assert!(parse_ttl("0s").is_err());
+        assert!(parse_ttl("5w").is_err());
+        assert!(parse_ttl("m").is_err());
+    }
+}

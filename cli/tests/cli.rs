@@ -1,0 +1,227 @@
+//! The `latchkey` binary against the real server: every admin command, human and
+//! `--json` output, profiles, and exit codes from the one table.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use latchkey_protocol::CloseCode;
+use latchkey_protocol::error_code::exit;
+use latchkey_testkit::extension::Ended;
+use latchkey_testkit::{Backend, FakeExtension, TestServer};
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", self.stdout))
+    }
+}
+
+/// Run `latchkey` with `args` (blocking work off the runtime).
+async fn latchkey(config_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_latchkey"));
+    cmd.env_clear()
+        .env("LATCHKEY_CONFIG_DIR", config_dir)
+        .args(args)
+        .timeout(Duration::from_secs(60));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = tokio::task::spawn_blocking(move || cmd.output().expect("run latchkey"))
+        .await
+        .expect("join");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_commands_end_to_end() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path();
+    let url = server.http_base();
+
+    // login saves a profile (mode 0600) that later commands use.
+    let r = latchkey(
+        cfg,
+        &[],
+        &["login", "--url", &url, "--token", &server.admin_token],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let saved = cfg.join("config.toml");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&saved)
+                .expect("config")
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
+    }
+
+    // pair → a link the real extension flow accepts.
+    let r = latchkey(
+        cfg,
+        &[],
+        &[
+            "--json",
+            "admin",
+            "pair",
+            "--label",
+            "Alice laptop",
+            "--ttl",
+            "5m",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let link = r.json()["link"].as_str().expect("link").to_string();
+    let mut ext = FakeExtension::from_link(&link, server.http.clone(), None).expect("link");
+    let device = ext.pair().await.expect("pair").device_id;
+    let mut socket = ext.connect_online().await.expect("online");
+
+    // devices: JSON and human.
+    let r = latchkey(cfg, &[], &["--json", "admin", "devices"]).await;
+    assert_eq!(r.code, 0);
+    let devices = r.json()["devices"].as_array().expect("devices").clone();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0]["label"], "Alice laptop");
+    let r = latchkey(cfg, &[], &["admin", "devices"]).await;
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stdout.contains("Alice laptop")
+            && r.stdout.contains(&device)
+            && r.stdout.contains("active"),
+        "{}",
+        r.stdout
+    );
+
+    // rename.
+    let r = latchkey(
+        cfg,
+        &[],
+        &["--json", "admin", "rename", &device, "Alice desktop"],
+    )
+    .await;
+    assert_eq!(r.code, 0);
+    assert_eq!(r.json()["label"], "Alice desktop");
+
+    // tokens create / list / revoke.
+    let r = latchkey(
+        cfg,
+        &[],
+        &[
+            "--json", "admin", "tokens", "create", "--name", "ci-agent", "--role", "agent",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let created = r.json();
+    let token_id = created["id"].as_str().expect("id").to_string();
+    assert!(created["token"].as_str().expect("token").starts_with("lk_"));
+    let r = latchkey(cfg, &[], &["admin", "tokens", "list"]).await;
+    assert!(
+        r.stdout.contains("ci-agent") && r.stdout.contains("bootstrap"),
+        "{}",
+        r.stdout
+    );
+    let r = latchkey(
+        cfg,
+        &[],
+        &["--json", "admin", "tokens", "revoke", &token_id],
+    )
+    .await;
+    assert_eq!(r.code, 0);
+    assert!(r.json()["revoked_at"].is_string());
+
+    // revoke closes the live socket.
+    let r = latchkey(cfg, &[], &["admin", "revoke", &device]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        socket.ended(Duration::from_secs(10)).await.expect("end"),
+        Ended::Closed(CloseCode::Revoked.code())
+    );
+    let r = latchkey(cfg, &[], &["--json", "admin", "revoke", "--all"]).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(r.json()["revoked_devices"], 0);
+
+    // audit.
+    let r = latchkey(cfg, &[], &["--json", "admin", "audit", "--limit", "5"]).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(r.json()["events"].as_array().expect("events").len(), 5);
+    assert!(r.json()["next_before"].is_i64());
+
+    // Errors: stable codes and exit codes, one JSON document with --json.
+    let r = latchkey(
+        cfg,
+        &[],
+        &[
+            "--json",
+            "admin",
+            "revoke",
+            "0123456789abcdef0123456789abcdef",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::NOT_FOUND));
+    assert_eq!(r.json()["error"]["code"], "not_found");
+    let r = latchkey(
+        cfg,
+        &[],
+        &["--json", "--token", "lk_wrong", "admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::AUTH));
+    assert_eq!(r.json()["error"]["code"], "unauthorized");
+    let r = latchkey(cfg, &[], &["--json", "admin", "pair", "--ttl", "2h"]).await;
+    assert_eq!(r.code, i32::from(exit::INVALID));
+    assert_eq!(r.json()["error"]["code"], "invalid_params");
+    let r = latchkey(cfg, &[], &["admin", "pair", "--ttl", "5w"]).await;
+    assert_eq!(
+        r.code,
+        i32::from(exit::USAGE),
+        "clap rejects a bad duration"
+    );
+
+    // The admin token never appears in any output.
+    assert!(!r.stdout.contains(&server.admin_token) && !r.stderr.contains(&server.admin_token));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_and_connection_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = latchkey(dir.path(), &[], &["--json", "admin", "devices"]).await;
+    assert_eq!(r.code, i32::from(exit::USAGE));
+    assert_eq!(r.json()["error"]["code"], "config");
+
+    // A port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let r = latchkey(
+        dir.path(),
+        &[("LATCHKEY_URL", &url), ("LATCHKEY_TOKEN", "lk_x")],
+        &["--json", "admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::CONNECTION), "{}", r.stdout);
+    assert_eq!(r.json()["error"]["code"], "connection_failed");
+}
