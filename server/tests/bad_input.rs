@@ -11,6 +11,9 @@ use latchkey_testkit::{Backend, FakeExtension, TestServer, backend_tests, logs};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// Extra request headers of one table row.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 const UNAUTHORIZED: &str = r#"{"error":"invalid_authorization"}"#;
 const INVALID: &str = r#"{"error":"invalid_request"}"#;
 const NOT_FOUND: &str = r#"{"error":"not_found"}"#;
@@ -69,7 +72,7 @@ async fn authorize_rejections(backend: Backend) {
     // (case, headers, body, status, expected body)
     let big =
         json!({"action": "pair", "next_token": new_token(), "label": "x".repeat(5000)}).to_string();
-    let cases: Vec<(&str, Vec<(&str, &str)>, String, u16, &str)> = vec![
+    let cases: Vec<(&str, Headers, String, u16, &str)> = vec![
         (
             "unknown secret",
             vec![
@@ -288,7 +291,7 @@ async fn upgrade_rejections(backend: Backend) {
     let origin = ("origin", TEST_EXTENSION_ORIGIN);
     let sp = "sec-websocket-protocol";
 
-    let cases: Vec<(&str, Vec<(&str, &str)>, Option<String>, u16, &str)> = vec![
+    let cases: Vec<(&str, Headers, Option<String>, u16, &str)> = vec![
         (
             "missing origin",
             vec![(sp, &proto)],
