@@ -145,9 +145,16 @@ pub struct TestServerBuilder {
     tls: bool,
     limits: Limits,
     config_edit: Option<fn(&mut Config)>,
+    capture_logs: bool,
 }
 
 impl TestServerBuilder {
+    /// Do not install the log-capturing subscriber (benchmarks: it costs time and memory).
+    pub fn without_log_capture(mut self) -> Self {
+        self.capture_logs = false;
+        self
+    }
+
     pub fn tls(mut self, on: bool) -> Self {
         self.tls = on;
         self
@@ -164,7 +171,9 @@ impl TestServerBuilder {
     }
 
     pub async fn start(self) -> anyhow::Result<TestServer> {
-        crate::logs::init();
+        if self.capture_logs {
+            crate::logs::init();
+        }
         crate::install_crypto_provider();
         let dir = tempfile::tempdir()?;
         let pg = match &self.backend {
@@ -249,6 +258,7 @@ impl TestServer {
             tls: false,
             limits: Limits::default(),
             config_edit: None,
+            capture_logs: true,
         }
     }
 
