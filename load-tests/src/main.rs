@@ -128,23 +128,26 @@ async fn revoke(devices: usize, samples: usize, postgres: bool) -> anyhow::Resul
     })
 }
 
+fn ms(us: u128) -> String {
+    format!("{:.2}ms", us as f64 / 1000.0)
+}
+
 fn print(report: &RevokeReport) {
     println!("scenario  backend   devices  samples  p50       p90       p99       max");
-    println!(
-        "{:<9} {:<9} {:<8} {:<8} {:<9} {:<9} {:<9} {}",
-        report.scenario,
-        report.backend,
-        report.devices,
-        report.samples,
-        format!("{:.2}ms", report.p50_us as f64 / 1000.0),
-        format!("{:.2}ms", report.p90_us as f64 / 1000.0),
-        format!("{:.2}ms", report.p99_us as f64 / 1000.0),
-        format!("{:.2}ms", report.max_us as f64 / 1000.0),
-    );
-    println!(
-        "(setup: {:.1}s to pair and connect {} devices)",
-        report.setup_secs, report.devices
-    );
+    let cells = [
+        report.scenario.to_string(),
+        report.backend.to_string(),
+        report.devices.to_string(),
+        report.samples.to_string(),
+        ms(report.p50_us),
+        ms(report.p90_us),
+        ms(report.p99_us),
+        ms(report.max_us),
+    ];
+    let widths = [9, 9, 8, 8, 9, 9, 9, 0];
+    let line: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+    println!("{}", line.join(" ").trim_end());
+    println!("(setup: {:.1}s to pair and connect {} devices)", report.setup_secs, report.devices);
 }
 
 #[tokio::main]
