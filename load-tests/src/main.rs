@@ -145,9 +145,16 @@ fn print(report: &RevokeReport) {
         ms(report.max_us),
     ];
     let widths = [9, 9, 8, 8, 9, 9, 9, 0];
-    let line: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+    let line: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .map(|(c, w)| format!("{c:<w$}"))
+        .collect();
     println!("{}", line.join(" ").trim_end());
-    println!("(setup: {:.1}s to pair and connect {} devices)", report.setup_secs, report.devices);
+    println!(
+        "(setup: {:.1}s to pair and connect {} devices)",
+        report.setup_secs, report.devices
+    );
 }
 
 #[tokio::main]

@@ -17,6 +17,7 @@ pub use admin::AdminClient;
 pub use extension::{ExtensionSocket, FakeExtension};
 pub use reqwest;
 pub use server::{Backend, TestServer, TestServerBuilder};
+pub use tokio_tungstenite;
 
 /// Poll `condition` until it holds or `deadline` passes. Returns whether it held.
 /// The only sanctioned way to wait in tests: no bare sleeps as synchronisation.

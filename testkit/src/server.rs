@@ -342,6 +342,32 @@ impl TestServer {
         }
     }
 
+    /// PostgreSQL only: refuse (or allow again) every connection to this test's
+    /// database and terminate the open ones, as if the database went away.
+    pub async fn set_database_reachable(&self, reachable: bool) -> anyhow::Result<()> {
+        let pg = self
+            .pg
+            .as_ref()
+            .context("only a PostgreSQL test server has a database to cut off")?;
+        let mut conn = sqlx::PgConnection::connect(&pg.admin_url).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER DATABASE \"{}\" ALLOW_CONNECTIONS {reachable}",
+            pg.name
+        )))
+        .execute(&mut conn)
+        .await?;
+        if !reachable {
+            sqlx::query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+            )
+            .bind(&pg.name)
+            .execute(&mut conn)
+            .await?;
+        }
+        let _ = conn.close().await;
+        Ok(())
+    }
+
     /// The resolved configuration the server runs with.
     pub fn config(&self) -> &Config {
         &self.config
