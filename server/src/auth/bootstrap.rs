@@ -8,7 +8,8 @@ use std::path::Path;
 use latchkey_protocol::api::Role;
 
 use crate::auth::secret;
-use crate::store::{ApiTokenRecord, Store, StoreError, TenantRecord};
+use crate::audit::action;
+use crate::store::{ApiTokenRecord, NewAuditEvent, Store, StoreError, TenantRecord};
 
 /// Name of the file that receives the first admin token.
 pub const BOOTSTRAP_TOKEN_FILE: &str = "bootstrap-admin-token";
@@ -70,6 +71,7 @@ pub async fn bootstrap_if_empty(
         return Ok(None);
     }
     write_secret_file(&data_dir.join(BOOTSTRAP_TOKEN_FILE), &token)?;
+    audit_tenant(store, &tenant, action::TENANT_BOOTSTRAP, "system", now).await;
     Ok(Some(NewTenant {
         tenant,
         admin_token: token,
@@ -99,10 +101,26 @@ pub async fn create_tenant(
         other => other.into(),
     })?;
     store.insert_api_token(&record).await?;
+    audit_tenant(store, &tenant, action::TENANT_CREATE, "operator", now).await;
     Ok(NewTenant {
         tenant,
         admin_token: token,
     })
+}
+
+async fn audit_tenant(store: &dyn Store, tenant: &TenantRecord, act: &str, actor: &str, now: i64) {
+    let event = NewAuditEvent {
+        tenant_id: tenant.id.clone(),
+        at: now,
+        actor: actor.to_string(),
+        action: act.to_string(),
+        target: format!("tenant:{}", tenant.name),
+        outcome: "ok".to_string(),
+        detail: Some("first admin token issued".to_string()),
+    };
+    if let Err(e) = store.insert_audit(&event).await {
+        tracing::warn!(error = %e, "audit event not written");
+    }
 }
 
 fn write_secret_file(path: &Path, contents: &str) -> Result<(), BootstrapError> {
