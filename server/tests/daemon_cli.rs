@@ -29,20 +29,34 @@ fn check_config_reports_every_problem_and_masks_secrets() {
          allowed_extension_ids = [\"not-an-id\"]\n[limits]\nauthorize_per_minute = 0\n",
     )
     .expect("write");
-    let out = latchkeyd(&["--config", file.to_str().expect("path"), "check-config"], &[]);
+    let out = latchkeyd(
+        &["--config", file.to_str().expect("path"), "check-config"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
-    assert!(!stdout.contains("hunter2") && !stderr.contains("hunter2"), "password printed");
+    assert!(
+        !stdout.contains("hunter2") && !stderr.contains("hunter2"),
+        "password printed"
+    );
     assert!(stdout.contains("****"));
     assert!(stderr.contains("4 problem(s)"), "{stderr}");
-    for needle in ["plain (non-TLS)", "wss://", "not 32 characters", "authorize_per_minute"] {
+    for needle in [
+        "plain (non-TLS)",
+        "wss://",
+        "not 32 characters",
+        "authorize_per_minute",
+    ] {
         assert!(stderr.contains(needle), "missing {needle:?} in {stderr}");
     }
 
     // Unknown keys in the file are an error, not silently ignored.
     std::fs::write(&file, "listn = \"127.0.0.1:1\"\n").expect("write");
-    let out = latchkeyd(&["--config", file.to_str().expect("path"), "check-config"], &[]);
+    let out = latchkeyd(
+        &["--config", file.to_str().expect("path"), "check-config"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("listn"), "{}", text(&out.stderr));
 }
@@ -52,15 +66,34 @@ fn flags_beat_variables_beat_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("latchkey.toml");
     let data = dir.path().join("data");
-    std::fs::write(&file, "listen = \"127.0.0.1:1111\"\nservice_name = \"From file\"\n").expect("write");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:1111\"\nservice_name = \"From file\"\n",
+    )
+    .expect("write");
     let data_s = data.to_str().expect("path");
-    let env = [("LATCHKEY_LISTEN", "127.0.0.1:2222"), ("LATCHKEY_DATA_DIR", data_s)];
-    let out = latchkeyd(&["--config", file.to_str().expect("path"), "check-config"], &env);
+    let env = [
+        ("LATCHKEY_LISTEN", "127.0.0.1:2222"),
+        ("LATCHKEY_DATA_DIR", data_s),
+    ];
+    let out = latchkeyd(
+        &["--config", file.to_str().expect("path"), "check-config"],
+        &env,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("listen = \"127.0.0.1:2222\""), "{stdout}");
     assert!(stdout.contains("service_name = \"From file\""));
-    let out = latchkeyd(&["--config", file.to_str().expect("path"), "--listen", "127.0.0.1:3333", "check-config"], &env);
+    let out = latchkeyd(
+        &[
+            "--config",
+            file.to_str().expect("path"),
+            "--listen",
+            "127.0.0.1:3333",
+            "check-config",
+        ],
+        &env,
+    );
     assert!(text(&out.stdout).contains("listen = \"127.0.0.1:3333\""));
 }
 
@@ -76,7 +109,10 @@ fn migrate_and_tenants_on_the_same_store() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("tenant acme created"));
-    let token_line = stdout.lines().find(|l| l.contains("lk_")).expect("token line");
+    let token_line = stdout
+        .lines()
+        .find(|l| l.contains("lk_"))
+        .expect("token line");
     assert!(token_line.contains("shown once"));
 
     let again = latchkeyd(&["--data-dir", data, "tenant", "create", "acme"], &[]);
@@ -86,5 +122,9 @@ fn migrate_and_tenants_on_the_same_store() {
     assert_eq!(bad.status.code(), Some(1));
 
     let list = latchkeyd(&["--data-dir", data, "tenant", "list"], &[]);
-    assert!(text(&list.stdout).contains("\tacme\t"), "{}", text(&list.stdout));
+    assert!(
+        text(&list.stdout).contains("\tacme\t"),
+        "{}",
+        text(&list.stdout)
+    );
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use latchkey_protocol::api::Role;
 
-use crate::auth::secret;
 use crate::audit::action;
+use crate::auth::secret;
 use crate::store::{ApiTokenRecord, NewAuditEvent, Store, StoreError, TenantRecord};
 
 /// Name of the file that receives the first admin token.
