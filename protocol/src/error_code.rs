@@ -220,6 +220,27 @@ pub struct ApiErrorBody {
     pub error: ErrorBody,
 }
 
+/// The code table as Markdown, for `docs/error-codes.md` (kept current by a test).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| code | HTTP status | WebSocket close | CLI exit |\n| --- | --- | --- | --- |\n",
+    );
+    for m in ERROR_TABLE {
+        let close = m
+            .close_code
+            .map(|c| format!("{} ({})", c.code(), c.reason()))
+            .unwrap_or_else(|| "-".to_string());
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            m.code.as_str(),
+            m.http_status,
+            close,
+            m.exit_code
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,25 +264,4 @@ mod tests {
     fn unknown_codes_do_not_parse() {
         assert!(serde_json::from_str::<ErrorCode>("\"made_up\"").is_err());
     }
-}
-
-/// The code table as Markdown, for `docs/error-codes.md` (kept current by a test).
-pub fn markdown_table() -> String {
-    let mut out = String::from(
-        "| code | HTTP status | WebSocket close | CLI exit |\n| --- | --- | --- | --- |\n",
-    );
-    for m in ERROR_TABLE {
-        let close = m
-            .close_code
-            .map(|c| format!("{} ({})", c.code(), c.reason()))
-            .unwrap_or_else(|| "-".to_string());
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
-            m.code.as_str(),
-            m.http_status,
-            close,
-            m.exit_code
-        ));
-    }
-    out
 }
