@@ -8,7 +8,7 @@ use std::time::Duration;
 use latchkey_protocol::CloseCode;
 use latchkey_protocol::api::DeviceStatus;
 use latchkey_testkit::extension::{Ended, new_token};
-use latchkey_testkit::{Backend, FakeExtension, TestServer, backend_tests};
+use latchkey_testkit::{Backend, FakeExtension, TestServer, backend_tests, logs};
 
 const DAY: Duration = Duration::from_secs(86_400);
 
@@ -79,6 +79,7 @@ async fn grant_expiry(backend: Backend) {
         .await
         .expect("device");
     assert_eq!(view.status, DeviceStatus::Expired);
+    logs::assert_no_secrets(&[&ext.pairing_secret, &token, &server.admin_token]);
     server.stop().await;
 }
 

@@ -5,7 +5,7 @@
 
 use latchkey_server::auth::secret;
 use latchkey_testkit::extension::new_token;
-use latchkey_testkit::{Backend, TestServer, backend_tests};
+use latchkey_testkit::{Backend, TestServer, backend_tests, logs};
 
 async fn one_link_many_redemptions(backend: Backend) {
     let server = TestServer::builder(backend)
@@ -41,6 +41,7 @@ async fn one_link_many_redemptions(backend: Backend) {
     let devices = server.admin().devices().await.expect("list");
     assert_eq!(devices.len(), 1);
     assert_eq!(devices[0].id, winners[0]);
+    logs::assert_no_secrets(&[&ext.pairing_secret, &server.admin_token]);
     server.stop().await;
 }
 

@@ -7,8 +7,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use latchkey_testkit::FakeExtension;
 use latchkey_testkit::extension::new_token;
+use latchkey_testkit::{Backend, FakeExtension, ScratchDatabase, backend_tests};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -20,10 +20,15 @@ struct Daemon {
 
 /// Start `latchkeyd serve` on port 0 and read its address (and first-start token)
 /// from stdout.
-async fn start(data_dir: &std::path::Path, failpoints: &str) -> Daemon {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_latchkeyd"))
+async fn start(data_dir: &std::path::Path, database_url: Option<&str>, failpoints: &str) -> Daemon {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_latchkeyd"));
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
+        .arg(data_dir);
+    if let Some(url) = database_url {
+        command.env("LATCHKEY_DATABASE_URL", url);
+    }
+    let mut child = command
         .env("LATCHKEY_FAILPOINTS", failpoints)
         .env("LATCHKEY_LOG", "warn")
         .stdout(Stdio::piped())
@@ -55,14 +60,20 @@ async fn start(data_dir: &std::path::Path, failpoints: &str) -> Daemon {
     }
 }
 
-#[tokio::test]
-async fn renewal_committed_before_a_crash_survives_it() {
+async fn renewal_committed_before_a_crash_survives_it(backend: Backend) {
     latchkey_testkit::install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
+    let scratch = match &backend {
+        Backend::Sqlite => None,
+        Backend::Postgres { admin_url } => {
+            Some(ScratchDatabase::create(admin_url).await.expect("database"))
+        }
+    };
+    let db = scratch.as_ref().map(|s| s.url.as_str());
     let http = latchkey_testkit::reqwest::Client::new();
 
     // First life: bootstrap, pair.
-    let mut daemon = start(dir.path(), "").await;
+    let mut daemon = start(dir.path(), db, "").await;
     let token = daemon
         .bootstrap_token
         .clone()
@@ -81,7 +92,7 @@ async fn renewal_committed_before_a_crash_survives_it() {
     let next = new_token();
 
     // Second life: the renewal commits, then the process dies before replying.
-    let daemon = start(dir.path(), "authorize.after_commit").await;
+    let daemon = start(dir.path(), db, "authorize.after_commit").await;
     assert!(
         daemon.bootstrap_token.is_none(),
         "the token is printed on the first start only"
@@ -97,7 +108,7 @@ async fn renewal_committed_before_a_crash_survives_it() {
     assert!(!status.success(), "the failpoint aborts the process");
 
     // Third life: the exact retry returns the committed grant; nothing else works.
-    let daemon = start(dir.path(), "").await;
+    let daemon = start(dir.path(), db, "").await;
     let mut ext3 = at(&daemon, &ext, &http);
     let retry = ext3.renew_raw(&old, &next).await.expect("retry");
     assert_eq!(retry.status, 200, "{}", retry.body);
@@ -124,7 +135,16 @@ async fn renewal_committed_before_a_crash_survives_it() {
     ext3.connect_online()
         .await
         .expect("the committed successor connects");
+    drop(daemon);
+    if let Some(s) = scratch {
+        s.drop_database().await;
+    }
 }
+
+backend_tests!(
+    renewal_survives_kill,
+    renewal_committed_before_a_crash_survives_it
+);
 
 /// The same extension, pointed at a restarted daemon's new address.
 fn at(

@@ -4,7 +4,7 @@
 
 use latchkey_server::auth::bootstrap::create_tenant;
 use latchkey_testkit::reqwest::Method;
-use latchkey_testkit::{Backend, TestServer, backend_tests};
+use latchkey_testkit::{Backend, TestServer, backend_tests, logs};
 use serde_json::json;
 
 async fn foreign_ids_look_unknown(backend: Backend) {

@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use admin::AdminClient;
 pub use extension::{ExtensionSocket, FakeExtension};
 pub use reqwest;
-pub use server::{Backend, TestServer, TestServerBuilder};
+pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};
 pub use tokio_tungstenite;
 
 /// Poll `condition` until it holds or `deadline` passes. Returns whether it held.

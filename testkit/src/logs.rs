@@ -83,3 +83,17 @@ pub fn assert_no_secrets(secrets: &[&str]) {
         assert!(!logs.contains(s), "a secret reached the logs");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn capture_sees_events_and_span_fields() {
+        super::init();
+        let span = tracing::info_span!("conn", device = "canary-device-field");
+        let _guard = span.enter();
+        tracing::info!(value = "canary-event-value", "hello");
+        let logs = super::captured();
+        assert!(logs.contains("canary-event-value"));
+        assert!(logs.contains("canary-device-field"), "span fields must be captured too");
+    }
+}

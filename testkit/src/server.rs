@@ -62,14 +62,18 @@ impl Backend {
     }
 }
 
-/// A fresh database on the PostgreSQL server, dropped by [`TestServer::stop`].
-/// Databases left behind by crashed runs are dropped after two hours.
+/// A fresh database on the PostgreSQL server, dropped by [`TestServer::stop`] (or
+/// [`ScratchDatabase::drop_database`]). Databases left behind by crashed runs are
+/// dropped after two hours.
 #[derive(Debug)]
-struct PgDatabase {
+pub struct ScratchDatabase {
     admin_url: String,
     name: String,
-    url: String,
+    /// The URL a server under test connects with.
+    pub url: String,
 }
+
+type PgDatabase = ScratchDatabase;
 
 fn unix_secs() -> u64 {
     SystemTime::now()
@@ -78,8 +82,9 @@ fn unix_secs() -> u64 {
         .unwrap_or(0)
 }
 
-impl PgDatabase {
-    async fn create(admin_url: &str) -> anyhow::Result<Self> {
+impl ScratchDatabase {
+    /// Create a database of its own on the server at `admin_url`.
+    pub async fn create(admin_url: &str) -> anyhow::Result<Self> {
         let mut conn = sqlx::PgConnection::connect(admin_url).await?;
         let stale: Vec<(String,)> =
             sqlx::query_as("SELECT datname FROM pg_database WHERE datname LIKE 'lk\\_t\\_%'")
@@ -111,7 +116,7 @@ impl PgDatabase {
         })
     }
 
-    async fn drop_database(&self) {
+    pub async fn drop_database(&self) {
         if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_url).await {
             let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",

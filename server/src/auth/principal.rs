@@ -64,7 +64,10 @@ impl FromRequestParts<AppState> for Principal {
         let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
         // Recorded at most once a minute per token, so reads do not become writes.
         if token.last_used_at.is_none_or(|t| now - t > 60_000)
-            && let Err(e) = state.store.touch_api_token(&token.id, now).await
+            && let Err(e) = state
+                .store
+                .touch_api_token(&token.tenant_id, &token.id, now)
+                .await
         {
             tracing::debug!(error = %e, "last_used_at not updated");
         }

@@ -81,7 +81,7 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
             if let Err(e) = state
                 .store
-                .record_device_seen(&device.id, last_seen, None)
+                .record_device_seen(&device.tenant_id, &device.id, last_seen, None)
                 .await
             {
                 debug!(error = %e, "last_seen_at not recorded");
@@ -210,7 +210,7 @@ impl Connection {
         if let Err(e) = self
             .state
             .store
-            .record_device_seen(&self.device.id, now, Some(browser))
+            .record_device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
             .await
         {
             debug!(error = %e, "browser info not recorded");

@@ -100,7 +100,7 @@ pub trait Store: Send + Sync + 'static {
         id: &str,
         now: i64,
     ) -> Result<Option<ApiTokenRecord>, StoreError>;
-    async fn touch_api_token(&self, id: &str, now: i64) -> Result<(), StoreError>;
+    async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError>;
 
     // Pairings.
     /// Insert unless the tenant already has `max_unused` unused, unexpired pairings
@@ -154,6 +154,7 @@ pub trait Store: Send + Sync + 'static {
     /// Record what the handshake told us and when the device was last seen.
     async fn record_device_seen(
         &self,
+        tenant_id: &str,
         id: &str,
         at: i64,
         browser: Option<(&str, &str)>,

@@ -132,8 +132,9 @@ macro_rules! impl_sql_store {
                 Ok(token)
             }
 
-            async fn touch_api_token(&self, id: &str, now: i64) -> Result<(), $crate::store::StoreError> {
-                sqlx::query("UPDATE api_token SET last_used_at = $2 WHERE id = $1")
+            async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), $crate::store::StoreError> {
+                sqlx::query("UPDATE api_token SET last_used_at = $3 WHERE tenant_id = $1 AND id = $2")
+                    .bind(tenant_id)
                     .bind(id)
                     .bind(now)
                     .execute(&self.pool)
@@ -349,6 +350,7 @@ macro_rules! impl_sql_store {
 
             async fn record_device_seen(
                 &self,
+                tenant_id: &str,
                 id: &str,
                 at: i64,
                 browser: Option<(&str, &str)>,
@@ -356,8 +358,10 @@ macro_rules! impl_sql_store {
                 match browser {
                     Some((name, version)) => {
                         sqlx::query(
-                            "UPDATE device SET last_seen_at = $2, browser_name = $3, browser_version = $4 WHERE id = $1",
+                            "UPDATE device SET last_seen_at = $3, browser_name = $4, browser_version = $5 \
+                             WHERE tenant_id = $1 AND id = $2",
                         )
+                        .bind(tenant_id)
                         .bind(id)
                         .bind(at)
                         .bind(name)
@@ -366,7 +370,8 @@ macro_rules! impl_sql_store {
                         .await?;
                     }
                     None => {
-                        sqlx::query("UPDATE device SET last_seen_at = $2 WHERE id = $1")
+                        sqlx::query("UPDATE device SET last_seen_at = $3 WHERE tenant_id = $1 AND id = $2")
+                            .bind(tenant_id)
                             .bind(id)
                             .bind(at)
                             .execute(&self.pool)
