@@ -79,6 +79,13 @@ async fn foreign_ids_look_unknown(backend: Backend) {
     ext.connect_online()
         .await
         .expect("A's device still connects");
+    let device_token = ext.token.clone().expect("token");
+    logs::assert_no_secrets(&[
+        &beta.admin_token,
+        &a_token.token,
+        &device_token,
+        &server.admin_token,
+    ]);
     server.stop().await;
 }
 

@@ -94,6 +94,9 @@ mod tests {
         tracing::info!(value = "canary-event-value", "hello");
         let logs = super::captured();
         assert!(logs.contains("canary-event-value"));
-        assert!(logs.contains("canary-device-field"), "span fields must be captured too");
+        assert!(
+            logs.contains("canary-device-field"),
+            "span fields must be captured too"
+        );
     }
 }
