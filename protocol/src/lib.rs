@@ -5,9 +5,11 @@
 //! extension are generated from these types (see `bindings/` and the `bindings` test),
 //! never written by hand.
 
+pub mod agent;
 pub mod api;
 pub mod authorize;
 pub mod close_code;
+pub mod effect;
 pub mod error_code;
 pub mod frame;
 pub mod handshake;

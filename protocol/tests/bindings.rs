@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use latchkey_protocol::{CloseCode, ErrorCode, api, authorize, frame, handshake};
+use latchkey_protocol::{CloseCode, ErrorCode, agent, api, authorize, frame, handshake};
 use ts_rs::{Config, TS};
 
 fn export_all(dir: &Path) {
@@ -48,6 +48,16 @@ fn export_all(dir: &Path) {
         api::TokenList,
         api::AuditEventView,
         api::AuditList,
+        agent::BrowserView,
+        agent::BrowserList,
+        agent::StartSessionRequest,
+        agent::SessionView,
+        agent::SessionList,
+        agent::ReturnFailure,
+        agent::StopSessionResult,
+        agent::CallRequest,
+        agent::CallResult,
+        agent::SessionEvent,
     );
 }
 

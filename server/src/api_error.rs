@@ -15,6 +15,8 @@ use crate::store::StoreError;
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// The error's `data` object, passed through (for example `reason`).
+    pub data: Option<serde_json::Value>,
     pub retry_after_secs: Option<u64>,
 }
 
@@ -23,6 +25,7 @@ impl ApiError {
         Self {
             code,
             message: message.into(),
+            data: None,
             retry_after_secs: None,
         }
     }
@@ -45,6 +48,18 @@ impl ApiError {
             ErrorCode::Unauthorized,
             "missing, unknown, expired or revoked API token",
         )
+    }
+}
+
+impl From<ErrorBody> for ApiError {
+    fn from(e: ErrorBody) -> Self {
+        let retry = matches!(e.code, ErrorCode::CapacityReached).then_some(1);
+        Self {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+            retry_after_secs: retry,
+        }
     }
 }
 
@@ -73,7 +88,11 @@ impl IntoResponse for ApiError {
         let status = StatusCode::from_u16(self.code.http_status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = ApiErrorBody {
-            error: ErrorBody::new(self.code, self.message),
+            error: ErrorBody {
+                code: self.code,
+                message: self.message,
+                data: self.data,
+            },
         };
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();

@@ -18,7 +18,7 @@ use crate::audit::Audit;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::limits::rate::PeerRateLimiter;
-use crate::router::DeviceRegistry;
+use crate::router::{DeviceRegistry, SessionTable};
 use crate::store::Store;
 
 /// Peers tracked by each keyed rate limiter before new peers share an overflow bucket.
@@ -30,6 +30,7 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub clock: Clock,
     pub registry: DeviceRegistry,
+    pub sessions: SessionTable,
     pub authorize_limiter: Arc<PeerRateLimiter>,
     pub audit: Audit,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
@@ -53,6 +54,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(crate::extension::routes())
         .merge(crate::admin::routes())
+        .merge(crate::agent::routes())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(fallback)

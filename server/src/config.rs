@@ -67,6 +67,14 @@ pub struct Limits {
     pub pg_acquire_timeout_ms: u64,
     /// Graceful shutdown budget.
     pub drain_timeout_ms: u64,
+    /// Calls in flight per device; more are refused with `capacity_reached`.
+    pub max_calls_in_flight_per_device: usize,
+    /// Stop sessions idle this long (busy ones are skipped).
+    pub session_idle_timeout_ms: u64,
+    /// How often idle sessions are looked for.
+    pub session_reaper_interval_ms: u64,
+    /// `tool.session_start` reply wait (contract §9: 15 s).
+    pub session_start_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -90,6 +98,10 @@ impl Default for Limits {
             sqlite_busy_timeout_ms: 500,
             pg_acquire_timeout_ms: 3_000,
             drain_timeout_ms: 10_000,
+            max_calls_in_flight_per_device: 8,
+            session_idle_timeout_ms: 300_000,
+            session_reaper_interval_ms: 15_000,
+            session_start_timeout_ms: 15_000,
         }
     }
 }
@@ -286,6 +298,9 @@ impl Config {
         }
         if !(1..=60_000).contains(&l.authorize_per_minute) {
             problem("limits.authorize_per_minute must be 1..=60000".into());
+        }
+        if l.max_calls_in_flight_per_device == 0 {
+            problem("limits.max_calls_in_flight_per_device must be at least 1".into());
         }
         if l.max_message_bytes < 16 << 20 {
             problem("limits.max_message_bytes must be at least 16 MiB (contract §1.1)".into());

@@ -6,6 +6,7 @@
 //! sets up logging and calls it; tests call it with port 0.
 
 pub mod admin;
+pub mod agent;
 pub mod api_error;
 pub mod app;
 pub mod audit;
@@ -181,10 +182,17 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         config: Arc::new(config),
         clock,
         registry: DeviceRegistry::default(),
+        sessions: router::SessionTable::default(),
         public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
     };
+    let limits = &state.config.limits;
+    state.tasks.spawn(router::lifecycle::idle_reaper(
+        state.clone(),
+        Duration::from_millis(limits.session_idle_timeout_ms),
+        Duration::from_millis(limits.session_reaper_interval_ms),
+    ));
     let app = app::router(state.clone());
     let accept = tokio::spawn(transport::listener::accept_loop(
         listener,

@@ -5,6 +5,8 @@
 //! Nothing here mocks the server.
 
 pub mod admin;
+pub mod agent;
+pub mod browser;
 pub mod extension;
 pub mod logs;
 pub mod server;
@@ -14,6 +16,8 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use admin::AdminClient;
+pub use agent::{CallOutcome, FakeAgent};
+pub use browser::{Action, FakeBrowser, Script};
 pub use extension::{ExtensionSocket, FakeExtension};
 pub use reqwest;
 pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};

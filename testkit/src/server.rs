@@ -314,6 +314,32 @@ impl TestServer {
         self.client_tls.clone()
     }
 
+    /// An agent using `token`.
+    pub fn agent(&self, token: &str) -> crate::FakeAgent {
+        crate::FakeAgent::new(self.http.clone(), self.http_base(), token.to_string())
+    }
+
+    /// A new agent token of the default tenant, and an agent using it.
+    pub async fn new_agent(&self) -> anyhow::Result<crate::FakeAgent> {
+        let name = format!("agent-{}", rand::random::<u32>());
+        let token = self
+            .admin()
+            .create_token(&name, latchkey_protocol::api::Role::Agent)
+            .await?;
+        Ok(self.agent(&token.token))
+    }
+
+    /// Pair a new device, connect it online, and serve it with `script`.
+    pub async fn new_browser(
+        &self,
+        script: crate::Script,
+    ) -> anyhow::Result<(String, crate::FakeBrowser)> {
+        let mut ext = self.new_extension().await?;
+        let grant = ext.pair().await?;
+        let socket = ext.connect_online().await?;
+        Ok((grant.device_id, crate::FakeBrowser::serve(socket, script)))
+    }
+
     pub fn admin(&self) -> AdminClient {
         self.admin_with(&self.admin_token)
     }

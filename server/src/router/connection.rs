@@ -3,10 +3,12 @@
 //! server shuts down.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::handshake::{
     self, Compatibility, GATEWAY_MIN_COMPATIBLE_PROTOCOL, GATEWAY_PROTOCOL_VERSION,
     HandshakeParams, HandshakeResult, VersionTooOldData,
@@ -14,12 +16,15 @@ use latchkey_protocol::handshake::{
 use latchkey_protocol::{
     CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, SuccessFrame, methods,
 };
+use tokio::sync::mpsc;
 use tokio::time::{Instant, interval, sleep, timeout};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
+use crate::router::link::{DeviceLink, reason_for_close};
 use crate::router::registry::Registration;
+use crate::router::sessions::{Abort, end_session};
 use crate::store::DeviceRecord;
 
 /// Why a connection ended, and whether we close it (and with what code).
@@ -55,16 +60,24 @@ async fn close_signal(rx: &mut tokio::sync::watch::Receiver<Option<CloseCode>>) 
 pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer: IpAddr) {
     let span = info_span!("device_conn", tenant = %device.tenant_id, device = %device.id, %peer);
     async move {
-        let registration = state.registry.register(&device.id, state.clock.now_ms());
+        let registration =
+            state
+                .registry
+                .register(&device.id, &device.tenant_id, state.clock.now_ms());
         let mut conn = Connection {
             socket,
             state: state.clone(),
             device,
             registration,
             handshaken: false,
+            link: None,
         };
         let end = conn.drive().await;
         info!(why = end.why, close = ?end.close.map(CloseCode::code), "device connection ended");
+        // Fail every waiting caller at once, before the close handshake.
+        if let Some((link, _)) = &conn.link {
+            link.close(reason_for_close(end.close));
+        }
         if let Some(code) = end.close {
             conn.close(code).await;
         }
@@ -72,11 +85,18 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             device,
             registration,
             handshaken,
+            link,
             ..
         } = conn;
         state
             .registry
             .unregister(&device.id, registration.generation);
+        if link.is_some() {
+            let ended = state.sessions.purge_device(&device.id, end.why);
+            if ended > 0 {
+                info!(sessions = ended, "sessions ended with the connection");
+            }
+        }
         if handshaken {
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
             if let Err(e) = state
@@ -109,6 +129,8 @@ struct Connection {
     device: DeviceRecord,
     registration: Registration,
     handshaken: bool,
+    /// After the handshake: the link callers use, and the outbox it feeds.
+    link: Option<(Arc<DeviceLink>, mpsc::Receiver<String>)>,
 }
 
 impl Connection {
@@ -198,6 +220,24 @@ impl Connection {
             return end;
         }
         self.handshaken = true;
+        // A new socket is a new extension control plane: sessions bound to this
+        // device from an older socket are gone (contract §3.3).
+        self.state
+            .sessions
+            .purge_device(&self.device.id, "browser reconnected");
+        let (link, outbox) = DeviceLink::new(
+            &self.device.id,
+            &self.device.tenant_id,
+            self.limits().max_calls_in_flight_per_device,
+        );
+        if !self.state.registry.attach_link(
+            &self.device.id,
+            self.registration.generation,
+            link.clone(),
+        ) {
+            return End::close(CloseCode::Replaced, "replaced during handshake");
+        }
+        self.link = Some((link, outbox));
         self.registration
             .state
             .online
@@ -331,24 +371,36 @@ impl Connection {
         let mut heartbeat_seen = false;
         let mut store_failing_since: Option<Instant> = None;
         let shutdown = self.state.shutdown.clone();
-        loop {
+        let Some((link, mut outbox)) = self.link.take() else {
+            return End::close(CloseCode::InternalError, "no link after handshake");
+        };
+        let end = loop {
             let expiry = sleep(self.state.clock.until(self.device.expires_at));
             tokio::select! {
-                code = close_signal(&mut close_rx) => return End::close(code, "closed by server"),
-                _ = shutdown.cancelled() => return End::close(CloseCode::GoingAway, "shutdown"),
+                Some(text) = outbox.recv() => {
+                    // Nothing more goes out once the link is closed (revocation).
+                    if link.is_closed() {
+                        continue;
+                    }
+                    if self.socket.send(Message::Text(text.into())).await.is_err() {
+                        break End::gone("send failed");
+                    }
+                }
+                code = close_signal(&mut close_rx) => break End::close(code, "closed by server"),
+                _ = shutdown.cancelled() => break End::close(CloseCode::GoingAway, "shutdown"),
                 msg = self.socket.recv() => {
                     let msg = match msg {
-                        None | Some(Err(_)) => return End::gone("peer went away"),
+                        None | Some(Err(_)) => break End::gone("peer went away"),
                         Some(Ok(m)) => m,
                     };
                     self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
                     match msg {
                         Message::Text(text) => {
-                            if self.on_text(text.as_str(), &mut heartbeat_seen).await.is_err() {
-                                return End::gone("send failed");
+                            if self.on_text(text.as_str(), &link, &mut heartbeat_seen).await.is_err() {
+                                break End::gone("send failed");
                             }
                         }
-                        Message::Close(_) => return End::gone("peer closed"),
+                        Message::Close(_) => break End::gone("peer closed"),
                         // Ping is answered by the WebSocket layer; binary is ignored (§1.1).
                         Message::Binary(_) | Message::Ping(_) | Message::Pong(_) => {}
                     }
@@ -358,39 +410,46 @@ impl Connection {
                         - self.registration.state.last_seen_ms.load(Ordering::Relaxed);
                     let limit = i64::try_from(limits.liveness_timeout_ms).unwrap_or(i64::MAX);
                     if heartbeat_seen && silent >= limit {
-                        return End::close(CloseCode::IdleTimeout, "silent too long");
+                        break End::close(CloseCode::IdleTimeout, "silent too long");
                     }
                 }
                 _ = recheck.tick() => {
                     if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
-                        return end;
+                        break end;
                     }
                 }
                 _ = expiry => {
                     // The grant may have been renewed since we last read it.
                     if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
-                        return end;
+                        break end;
                     }
                     if self.device.expires_at <= self.state.clock.now_ms() {
-                        return End::close(CloseCode::Expired, "grant expired");
+                        break End::close(CloseCode::Expired, "grant expired");
                     }
                 }
                 _ = clock_rx.changed() => {}
             }
-        }
+        };
+        self.link = Some((link, outbox));
+        end
     }
 
-    async fn on_text(&mut self, text: &str, heartbeat_seen: &mut bool) -> Result<(), End> {
+    async fn on_text(
+        &mut self,
+        text: &str,
+        link: &DeviceLink,
+        heartbeat_seen: &mut bool,
+    ) -> Result<(), End> {
         match Frame::parse(text) {
             // Non-JSON and undecodable frames are dropped without a reply (§1.1).
             Err(e) => debug!(reason = e.code(), "undecodable frame dropped"),
-            Ok(Frame::Event(event)) => {
-                if event.event == methods::EVENT_HEARTBEAT {
-                    *heartbeat_seen = true;
-                } else {
-                    debug!(event = %event.event, "event ignored: no session routing yet");
+            Ok(Frame::Event(event)) => match event.event.as_str() {
+                methods::EVENT_HEARTBEAT => *heartbeat_seen = true,
+                methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
+                    self.on_session_event(&event.event, &event.payload);
                 }
-            }
+                other => debug!(event = %other, "unknown event ignored"),
+            },
             Ok(Frame::Request(request)) => {
                 // Extensions may send newer requests (e.g. `audit.request`): answer, never drop.
                 let error = ErrorBody::new(
@@ -403,11 +462,44 @@ impl Connection {
                 }))
                 .await?;
             }
-            Ok(Frame::Success(_) | Frame::Error(_)) => {
-                debug!("response with unknown id ignored");
-            }
+            Ok(Frame::Success(r)) => link.complete(&r.id, Ok(r.result)),
+            Ok(Frame::Error(r)) => link.complete(&r.id, Err(r.error)),
         }
         Ok(())
+    }
+
+    /// `session.window_closed` and `session.user_interrupt` (contract §6.3), for
+    /// sessions of this device only; others are ignored.
+    fn on_session_event(&self, event: &str, payload: &serde_json::Value) {
+        let Some(session_id) = payload.get("session_id").and_then(|v| v.as_str()) else {
+            return;
+        };
+        let Some(session) = self
+            .state
+            .sessions
+            .get_on_device(&self.device.id, session_id)
+        else {
+            debug!(
+                event,
+                "event for a session this device does not own ignored"
+            );
+            return;
+        };
+        if event == methods::EVENT_WINDOW_CLOSED {
+            // Already gone in the extension: drop it without `tool.session_stop`.
+            self.state.sessions.remove(&session.id);
+            session.emit(SessionEvent::WindowClosed {
+                session_id: session.id.clone(),
+            });
+            end_session(&session, "window_closed");
+        } else {
+            session.abort(Abort::UserInterrupt);
+            session.arm_marker();
+            session.emit(SessionEvent::UserInterrupt {
+                session_id: session.id.clone(),
+            });
+        }
+        info!(session = %session.id, event, "session event");
     }
 
     /// Re-read the grant. Revoked or expired closes; an unreadable store closes only

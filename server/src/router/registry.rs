@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use latchkey_protocol::CloseCode;
 use tokio::sync::watch;
 
+use super::link::{DeviceLink, reason_for_close};
+
 /// State a connection shares with readers such as the admin device list.
 #[derive(Debug, Default)]
 pub struct ConnectionState {
@@ -24,9 +26,12 @@ pub struct ConnectionState {
 
 #[derive(Debug)]
 struct Entry {
+    tenant_id: String,
     generation: u64,
     close: watch::Sender<Option<CloseCode>>,
     state: Arc<ConnectionState>,
+    /// Set once the handshake succeeded: how calls reach the socket.
+    link: Option<Arc<DeviceLink>>,
 }
 
 /// What a connection task holds after registering.
@@ -60,7 +65,7 @@ impl DeviceRegistry {
     }
 
     /// Register a new socket for `device_id`, replacing (and closing) any older one.
-    pub fn register(&self, device_id: &str, now_ms: i64) -> Registration {
+    pub fn register(&self, device_id: &str, tenant_id: &str, now_ms: i64) -> Registration {
         let generation = self.inner.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
         let (close, close_rx) = watch::channel(None);
         let state = Arc::new(ConnectionState::default());
@@ -68,13 +73,18 @@ impl DeviceRegistry {
         let old = self.entries().insert(
             device_id.to_string(),
             Entry {
+                tenant_id: tenant_id.to_string(),
                 generation,
                 close,
                 state: state.clone(),
+                link: None,
             },
         );
         if let Some(old) = old {
             old.close.send_replace(Some(CloseCode::Replaced));
+            if let Some(link) = old.link {
+                link.close(reason_for_close(Some(CloseCode::Replaced)));
+            }
         }
         Registration {
             generation,
@@ -94,10 +104,47 @@ impl DeviceRegistry {
         }
     }
 
-    /// Signal the device's live socket to close with `code`. Returns whether there was one.
+    /// Make a handshaken connection reachable for calls (if it is still the current one).
+    pub fn attach_link(&self, device_id: &str, generation: u64, link: Arc<DeviceLink>) -> bool {
+        match self.entries().get_mut(device_id) {
+            Some(e) if e.generation == generation => {
+                e.link = Some(link);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// How calls reach the device's socket, if it is online.
+    pub fn link(&self, device_id: &str) -> Option<Arc<DeviceLink>> {
+        self.entries()
+            .get(device_id)
+            .and_then(|e| e.link.clone())
+            .filter(|l| !l.is_closed())
+    }
+
+    /// Ids of the tenant's devices that are online (handshaken) on this node.
+    pub fn online_in_tenant(&self, tenant_id: &str) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .entries()
+            .iter()
+            .filter(|(_, e)| {
+                e.tenant_id == tenant_id && e.link.as_ref().is_some_and(|l| !l.is_closed())
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Signal the device's live socket to close with `code`, failing its in-flight
+    /// calls at once and refusing new ones. Returns whether there was a socket.
     pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
         match self.entries().get(device_id) {
             Some(e) => {
+                if let Some(link) = &e.link {
+                    link.close(reason_for_close(Some(code)));
+                }
                 e.close.send_replace(Some(code));
                 true
             }
@@ -108,6 +155,9 @@ impl DeviceRegistry {
     /// Signal every live socket (shutdown).
     pub fn close_all(&self, code: CloseCode) {
         for e in self.entries().values() {
+            if let Some(link) = &e.link {
+                link.close(reason_for_close(Some(code)));
+            }
             e.close.send_replace(Some(code));
         }
     }
@@ -139,8 +189,8 @@ mod tests {
     #[test]
     fn replacement_closes_the_old_socket_and_old_cleanup_keeps_the_new() {
         let r = DeviceRegistry::default();
-        let first = r.register("d", 0);
-        let second = r.register("d", 0);
+        let first = r.register("d", "t", 0);
+        let second = r.register("d", "t", 0);
         assert_eq!(*first.close.borrow(), Some(CloseCode::Replaced));
         assert_eq!(*second.close.borrow(), None);
         r.unregister("d", first.generation);

@@ -1,0 +1,140 @@
+//! Bodies of the agent HTTP API and agent socket (design §5).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+/// A browser (device) as an agent sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BrowserView {
+    pub id: String,
+    pub label: String,
+    pub online: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub browser_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub browser_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub last_seen_at: Option<String>,
+    pub expires_at: String,
+    /// Sessions open on this browser.
+    pub sessions: u32,
+}
+
+/// `GET /v1/browsers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BrowserList {
+    pub browsers: Vec<BrowserView>,
+}
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct StartSessionRequest {
+    /// Required when more than one browser is online.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub browser_id: Option<String>,
+    /// Agent Window size, 100..=7680, both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub height: Option<u32>,
+    /// Focus the Agent Window (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub focused: Option<bool>,
+}
+
+/// A session as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SessionView {
+    pub id: String,
+    pub browser_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub agent_window_id: Option<i64>,
+    pub created_at: String,
+    pub last_activity_at: String,
+    /// A call is in flight.
+    pub busy: bool,
+}
+
+/// `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
+}
+
+/// A tab the extension could not give back when the session stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReturnFailure {
+    pub tab_id: i64,
+    pub code: String,
+    pub message: String,
+}
+
+/// `DELETE /v1/sessions/{id}`. When `stopped` is false the session stays open (some
+/// borrowed tabs could not be returned) and the stop may be retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct StopSessionResult {
+    pub stopped: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<i64>>", optional)]
+    pub returned_tab_ids: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<ReturnFailure>>", optional)]
+    pub return_failures: Vec<ReturnFailure>,
+}
+
+/// `POST /v1/sessions/{id}/calls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CallRequest {
+    /// A `tool.*` method.
+    pub method: String,
+    /// An object; `session_id` is filled in by the gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, unknown>")]
+    pub params: Option<Value>,
+    /// The gateway's deadline for this call (1..=600000); `params.timeout_ms` is used
+    /// when this is absent, then the method's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A successful call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CallResult {
+    #[ts(type = "unknown")]
+    pub result: Value,
+}
+
+/// What happened to a session, on `GET /v1/sessions/{id}/events` and the agent socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// The user closed the Agent Window; the session is gone.
+    WindowClosed { session_id: String },
+    /// The user pressed Stop; in-flight calls were aborted and the next mutating call
+    /// will be refused with `user_aborted`.
+    UserInterrupt { session_id: String },
+    /// The session ended (stopped, idle, browser gone, revoked).
+    SessionEnded { session_id: String, reason: String },
+}
+
+impl SessionEvent {
+    pub fn session_id(&self) -> &str {
+        match self {
+            SessionEvent::WindowClosed { session_id }
+            | SessionEvent::UserInterrupt { session_id }
+            | SessionEvent::SessionEnded { session_id, .. } => session_id,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Effect classes of extension methods (contract §6.4) and the gateway's deadlines
+//! per method. The `user_aborted` gate consumes its marker on the next gated call.
+
+/// What a method does to the user's browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Changes tabs, windows, pages or input state. Gated.
+    BrowserMutation,
+    /// Hover-like probes. Gated.
+    TransientInput,
+    /// Reads. Never gated.
+    PassiveRead,
+    /// Session and connection management. Never gated.
+    ControlPlane,
+}
+
+impl Effect {
+    /// Whether a pending user interrupt refuses this call.
+    pub fn is_gated(self) -> bool {
+        matches!(self, Effect::BrowserMutation | Effect::TransientInput)
+    }
+}
+
+/// The effect of `method`. Unknown methods count as mutations: an interrupt the user
+/// pressed must never be bypassed by a method the gateway does not know.
+pub fn effect(method: &str) -> Effect {
+    match method {
+        "tool.hover" | "tool.observe" => Effect::TransientInput,
+        "tool.tab_list"
+        | "tool.snapshot"
+        | "tool.get_html"
+        | "tool.screenshot"
+        | "tool.console"
+        | "tool.network"
+        | "tool.wait_for_navigation"
+        | "tool.wait_ms"
+        | "tool.request_help"
+        | "tool.record_stop"
+        | "tool.record_await" => Effect::PassiveRead,
+        "tool.session_start" | "tool.session_stop" | "session.start" | "session.stop"
+        | "session.stop_all" | "session.list" | "system.handshake" | "system.ping"
+        | "system.status" | "browser.list" | "cancel" => Effect::ControlPlane,
+        _ => Effect::BrowserMutation,
+    }
+}
+
+/// Methods the gateway answers itself; never sent to the extension.
+pub const GATEWAY_LOCAL_METHODS: &[&str] = &["tool.wait_ms"];
+
+/// The method that may run while another call of the session is in flight
+/// (it ends a blocking `tool.record_await`).
+pub const BUSY_EXEMPT_METHOD: &str = "tool.record_stop";
+
+/// Session lifecycle methods: only the gateway sends them, through the session API.
+pub const SESSION_START: &str = "tool.session_start";
+pub const SESSION_STOP: &str = "tool.session_stop";
+
+/// Default deadline of a tool call without `timeout_ms` (contract §6.2).
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+/// `tool.request_help` waits for a person: its own default (contract §7.7).
+pub const REQUEST_HELP_TIMEOUT_MS: u64 = 300_000;
+/// The longest `timeout_ms` an agent may ask for (design §7: 10 min).
+pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
+/// `tool.session_start` reply wait (contract §9).
+pub const SESSION_START_TIMEOUT_MS: u64 = 15_000;
+/// `tool.session_stop` budget (contract §9).
+pub const SESSION_STOP_TIMEOUT_MS: u64 = 50_000;
+/// How long a cancelled call keeps its session busy waiting for the final answer.
+pub const CANCEL_GRACE_MS: u64 = 2_000;
+/// `tool.wait_ms` upper bound.
+pub const MAX_WAIT_MS: u64 = 300_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_per_contract() {
+        assert_eq!(effect("tool.click"), Effect::BrowserMutation);
+        assert_eq!(effect("tool.evaluate"), Effect::BrowserMutation);
+        assert_eq!(effect("tool.hover"), Effect::TransientInput);
+        assert_eq!(effect("tool.snapshot"), Effect::PassiveRead);
+        assert_eq!(effect("tool.session_stop"), Effect::ControlPlane);
+        assert_eq!(effect("tool.brand_new"), Effect::BrowserMutation);
+        assert!(effect("tool.observe").is_gated());
+        assert!(!effect("tool.request_help").is_gated());
+    }
+}

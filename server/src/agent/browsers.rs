@@ -1,0 +1,40 @@
+//! `GET /v1/browsers`: the tenant's live devices with their online state.
+
+use axum::Json;
+use axum::extract::State;
+use latchkey_protocol::agent::{BrowserList, BrowserView};
+
+use crate::api_error::ApiError;
+use crate::app::AppState;
+use crate::auth::principal::Principal;
+use crate::clock::rfc3339;
+
+pub async fn list(
+    State(state): State<AppState>,
+    p: Principal,
+) -> Result<Json<BrowserList>, ApiError> {
+    let now = state.clock.now_ms();
+    let devices = state.store.list_devices(&p.tenant_id).await?;
+    let browsers = devices
+        .into_iter()
+        .filter(|d| d.is_live(now))
+        .map(|d| {
+            let live = state.registry.status(&d.id);
+            let last_seen = match live {
+                Some((_, ms)) => Some(ms.max(d.last_seen_at.unwrap_or(0))),
+                None => d.last_seen_at,
+            };
+            BrowserView {
+                online: state.registry.link(&d.id).is_some(),
+                sessions: u32::try_from(state.sessions.count_on_device(&d.id)).unwrap_or(u32::MAX),
+                id: d.id,
+                label: d.label,
+                browser_name: d.browser_name,
+                browser_version: d.browser_version,
+                last_seen_at: last_seen.map(rfc3339),
+                expires_at: rfc3339(d.expires_at),
+            }
+        })
+        .collect();
+    Ok(Json(BrowserList { browsers }))
+}

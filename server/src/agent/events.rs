@@ -1,0 +1,50 @@
+//! `GET /v1/sessions/{id}/events`: server-sent events for one session (window
+//! closed, user interrupt, session ended). The stream ends after `session_ended`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use futures_util::stream;
+use latchkey_protocol::agent::SessionEvent;
+use tokio::sync::broadcast;
+
+use crate::api_error::ApiError;
+use crate::app::AppState;
+use crate::auth::principal::Principal;
+use crate::router::sessions::not_registered;
+
+pub async fn stream(
+    State(state): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let session = state
+        .sessions
+        .get_owned(&p.tenant_id, &p.token_id, &id)
+        .ok_or_else(not_registered)?;
+    let rx = session.subscribe();
+    let events = stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    let last = matches!(event, SessionEvent::SessionEnded { .. });
+                    let name = match &event {
+                        SessionEvent::WindowClosed { .. } => "window_closed",
+                        SessionEvent::UserInterrupt { .. } => "user_interrupt",
+                        SessionEvent::SessionEnded { .. } => "session_ended",
+                    };
+                    let data = serde_json::to_string(&event).unwrap_or_default();
+                    let item = Ok(Event::default().event(name).data(data));
+                    return Some((item, if last { None } else { Some(rx) }));
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}

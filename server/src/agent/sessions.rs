@@ -1,0 +1,95 @@
+//! Sessions and calls over HTTP. A call's HTTP request is its lifetime: if the agent
+//! goes away mid-call, the call is cancelled on the device (contract §5).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use latchkey_protocol::agent::{
+    CallRequest, CallResult, SessionList, SessionView, StartSessionRequest, StopSessionResult,
+};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::app::AppState;
+use crate::auth::principal::{AdminPrincipal, Principal};
+use crate::router::calls::{self, ToolCall};
+use crate::router::lifecycle;
+use crate::router::sessions::not_registered;
+
+pub async fn start(
+    State(state): State<AppState>,
+    p: Principal,
+    ApiJson(body): ApiJson<StartSessionRequest>,
+) -> Result<(StatusCode, Json<SessionView>), ApiError> {
+    let session = lifecycle::start(&state, &p, body).await?;
+    Ok((StatusCode::CREATED, Json(session.view())))
+}
+
+pub async fn list(State(state): State<AppState>, p: Principal) -> Json<SessionList> {
+    let sessions = state
+        .sessions
+        .list(|s| s.tenant_id == p.tenant_id && s.token_id == p.token_id)
+        .iter()
+        .map(|s| s.view())
+        .collect();
+    Json(SessionList { sessions })
+}
+
+pub async fn stop(
+    State(state): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<StopSessionResult>, ApiError> {
+    let session = state
+        .sessions
+        .get_owned(&p.tenant_id, &p.token_id, &id)
+        .ok_or_else(not_registered)?;
+    Ok(Json(lifecycle::stop(&state, &session, "stopped").await?))
+}
+
+pub async fn call(
+    State(state): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<CallRequest>,
+) -> Result<Json<CallResult>, ApiError> {
+    let session = state
+        .sessions
+        .get_owned(&p.tenant_id, &p.token_id, &id)
+        .ok_or_else(not_registered)?;
+    let call = ToolCall {
+        method: body.method,
+        params: calls::params_object(body.params)?,
+        timeout_ms: body.timeout_ms,
+    };
+    let result = calls::call(&state, &session, call).await?;
+    Ok(Json(CallResult { result }))
+}
+
+/// `GET /v1/admin/sessions`: every session of the tenant.
+pub async fn admin_list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Json<SessionList> {
+    let sessions = state
+        .sessions
+        .list(|s| s.tenant_id == p.tenant_id)
+        .iter()
+        .map(|s| s.view())
+        .collect();
+    Json(SessionList { sessions })
+}
+
+/// `DELETE /v1/admin/sessions/{id}`: stop any session of the tenant.
+pub async fn admin_stop(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<StopSessionResult>, ApiError> {
+    let session = state
+        .sessions
+        .get_in_tenant(&p.tenant_id, &id)
+        .ok_or_else(not_registered)?;
+    Ok(Json(
+        lifecycle::stop(&state, &session, "stopped by admin").await?,
+    ))
+}

@@ -1,0 +1,251 @@
+//! One tool call, from admission to answer, with the cancellation rules of contract
+//! §5: a call is forwarded at once or refused (never queued); on the gateway's
+//! deadline, an abort, or the caller going away, a `cancel` follows the request on
+//! the same socket, and the session stays busy until the final answer or a 2 s grace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_protocol::effect::{
+    CANCEL_GRACE_MS, DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS,
+    REQUEST_HELP_TIMEOUT_MS,
+};
+use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame};
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
+
+use super::link::{DeviceLink, Reply};
+use super::sessions::{Abort, BusyGuard, Session, not_registered};
+use crate::app::AppState;
+use crate::auth::secret;
+
+/// A call as an agent asked for it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub method: String,
+    pub params: Map<String, Value>,
+    /// The caller's own deadline (top-level `timeout_ms`), if given.
+    pub timeout_ms: Option<u64>,
+}
+
+fn invalid(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::InvalidParams, message)
+}
+
+/// `params` as an object (absent → empty), or `invalid_params`.
+pub fn params_object(params: Option<Value>) -> Result<Map<String, Value>, ErrorBody> {
+    match params {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(invalid("params must be an object")),
+    }
+}
+
+/// The gateway's deadline for a call (contract §6.2, design §7).
+pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
+    let check = |ms: u64| {
+        if (1..=MAX_CALL_TIMEOUT_MS).contains(&ms) {
+            Ok(ms)
+        } else {
+            Err(invalid(format!(
+                "timeout_ms must be 1..={MAX_CALL_TIMEOUT_MS}"
+            )))
+        }
+    };
+    let from_params = match call.params.get("timeout_ms") {
+        None => None,
+        Some(v) => {
+            Some(check(v.as_u64().ok_or_else(|| {
+                invalid("timeout_ms must be a positive integer")
+            })?)?)
+        }
+    };
+    let request_help = call.method == "tool.request_help";
+    let ms = match (call.timeout_ms, from_params) {
+        (Some(ms), _) => check(ms)?,
+        // The extension times out on its own; wait a little longer for its answer.
+        (None, Some(ms)) if request_help => ms.saturating_add(5_000),
+        (None, Some(ms)) => ms,
+        (None, None) if request_help => REQUEST_HELP_TIMEOUT_MS + 5_000,
+        (None, None) => DEFAULT_CALL_TIMEOUT_MS,
+    };
+    Ok(Duration::from_millis(ms))
+}
+
+/// A forwarded request whose answer is still owed. Dropping it before the answer
+/// (deadline, abort, caller gone) sends `cancel` and keeps the session busy until
+/// the final answer or the grace ends, in the background.
+struct InFlight {
+    link: Arc<DeviceLink>,
+    rpc_id: String,
+    reply: Option<oneshot::Receiver<Reply>>,
+    hold: Option<(Option<BusyGuard>, OwnedSemaphorePermit)>,
+}
+
+impl InFlight {
+    fn answered(mut self) {
+        self.reply = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let (Some(reply), Some(hold)) = (self.reply.take(), self.hold.take()) else {
+            return;
+        };
+        let link = self.link.clone();
+        let rpc_id = std::mem::take(&mut self.rpc_id);
+        // Inside a runtime by construction (calls are only made from async handlers).
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                link.send_cancel(&rpc_id);
+                let grace = Duration::from_millis(CANCEL_GRACE_MS);
+                if tokio::time::timeout(grace, reply).await.is_err() {
+                    tracing::debug!(rpc = %rpc_id, "no final answer within the cancel grace");
+                    link.forget(&rpc_id);
+                }
+                drop(hold);
+            });
+        }
+    }
+}
+
+/// Forward `method` with `params` to the device and wait for the answer, the
+/// deadline or an abort.
+pub async fn forward(
+    link: Arc<DeviceLink>,
+    busy: Option<BusyGuard>,
+    method: &str,
+    params: Map<String, Value>,
+    deadline: Duration,
+    mut abort: Option<watch::Receiver<Option<Abort>>>,
+) -> Result<Value, ErrorBody> {
+    let permit = link.try_permit().ok_or_else(|| {
+        ErrorBody::new(
+            ErrorCode::CapacityReached,
+            "the browser already has the maximum number of calls in flight; retry shortly",
+        )
+    })?;
+    let rpc_id = format!("tool-{}", secret::random_hex(8));
+    let rx = link.forward(RequestFrame::new(
+        rpc_id.clone(),
+        method,
+        Some(Value::Object(params)),
+    ))?;
+    let mut inflight = InFlight {
+        link,
+        rpc_id,
+        reply: Some(rx),
+        hold: Some((busy, permit)),
+    };
+    let aborted = async {
+        match abort.as_mut() {
+            Some(rx) => match rx.wait_for(Option::is_some).await {
+                Ok(why) => *why,
+                Err(_) => Some(Abort::SessionEnding),
+            },
+            None => std::future::pending().await,
+        }
+    };
+    enum Outcome {
+        Answered(Result<Reply, oneshot::error::RecvError>),
+        TimedOut,
+        Aborted(Option<Abort>),
+    }
+    let outcome = match inflight.reply.as_mut() {
+        Some(reply) => tokio::select! {
+            r = reply => Outcome::Answered(r),
+            _ = tokio::time::sleep(deadline) => Outcome::TimedOut,
+            why = aborted => Outcome::Aborted(why),
+        },
+        None => Outcome::Answered(Ok(Err(ErrorBody::new(
+            ErrorCode::Internal,
+            "no reply channel",
+        )))),
+    };
+    // Only an answer ends the call here; every other outcome drops `inflight`, which
+    // sends the cancel and holds the session for the grace in the background.
+    match outcome {
+        Outcome::Answered(r) => {
+            inflight.answered();
+            r.unwrap_or_else(|_| {
+                Err(ErrorBody::new(
+                    ErrorCode::NotFound,
+                    "owning browser is no longer connected",
+                ))
+            })
+        }
+        Outcome::TimedOut => Err(ErrorBody::new(
+            ErrorCode::Timeout,
+            format!("tool RPC timed out after {} ms", deadline.as_millis()),
+        )),
+        Outcome::Aborted(Some(Abort::UserInterrupt)) => Err(ErrorBody::new(
+            ErrorCode::UserAborted,
+            "tool dispatch interrupted by user",
+        )),
+        Outcome::Aborted(_) => Err(ErrorBody::new(
+            ErrorCode::Cancelled,
+            "the session is stopping",
+        )),
+    }
+}
+
+/// `tool.wait_ms`, answered by the gateway itself (contract §7.4).
+async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<Value, ErrorBody> {
+    let ms = params
+        .get("duration_ms")
+        .and_then(Value::as_u64)
+        .filter(|ms| *ms <= MAX_WAIT_MS)
+        .ok_or_else(|| {
+            invalid(format!(
+                "tool.wait_ms requires duration_ms 0..={MAX_WAIT_MS}"
+            ))
+        })?;
+    let mut abort = session.abort_signal();
+    abort.mark_unchanged();
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "waited_ms": ms })),
+        _ = abort.changed() => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),
+    }
+}
+
+/// Run one agent call on `session`.
+pub async fn call(
+    state: &AppState,
+    session: &Arc<Session>,
+    call: ToolCall,
+) -> Result<Value, ErrorBody> {
+    if !call.method.starts_with("tool.") {
+        return Err(invalid(format!("{} is not a tool method", call.method)));
+    }
+    if call.method == latchkey_protocol::effect::SESSION_START
+        || call.method == latchkey_protocol::effect::SESSION_STOP
+    {
+        return Err(invalid("start and stop sessions through the session API"));
+    }
+    let deadline = deadline(&call)?;
+    if call.method == "tool.wait_ms" {
+        return wait_ms(&call.params, session).await;
+    }
+    let busy = session.begin(&call.method, state.clock.now_ms())?;
+    let link = state.registry.link(&session.device_id).ok_or_else(|| {
+        ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected")
+    })?;
+    let mut params = call.params;
+    params.insert("session_id".into(), Value::String(session.id.clone()));
+    let abort = session.abort_signal();
+    forward(
+        link,
+        Some(busy),
+        &call.method,
+        params,
+        deadline,
+        Some(abort),
+    )
+    .await
+}
+
+/// The session id must still be known, or the caller gets the contract's `not_found`.
+pub fn require<T>(found: Option<T>) -> Result<T, ErrorBody> {
+    found.ok_or_else(not_registered)
+}

@@ -1,0 +1,220 @@
+//! Session start, stop and the idle reaper (contract §6.1).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_protocol::agent::{ReturnFailure, StartSessionRequest, StopSessionResult};
+use latchkey_protocol::effect::{SESSION_START, SESSION_STOP, SESSION_STOP_TIMEOUT_MS};
+use latchkey_protocol::{ErrorBody, ErrorCode};
+use serde_json::{Map, Value, json};
+
+use super::calls::forward;
+use super::sessions::{Abort, Session, end_session};
+use crate::app::AppState;
+use crate::auth::principal::Principal;
+use crate::auth::secret;
+
+fn invalid(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::InvalidParams, message)
+}
+
+/// Which online device of the tenant a new session goes to.
+fn choose_device(
+    state: &AppState,
+    tenant_id: &str,
+    browser_id: Option<&str>,
+) -> Result<String, ErrorBody> {
+    let online = state.registry.online_in_tenant(tenant_id);
+    match browser_id {
+        Some(id) => online
+            .into_iter()
+            .find(|d| d == id)
+            .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such browser online")),
+        None => match online.len() {
+            0 => Err(ErrorBody::new(
+                ErrorCode::NoBrowserConnected,
+                "no browser is online",
+            )),
+            1 => Ok(online.into_iter().next().unwrap_or_default()),
+            _ => Err(ErrorBody {
+                code: ErrorCode::MultipleBrowsersOnline,
+                message: "more than one browser is online; pass browser_id".into(),
+                data: Some(json!({ "browsers": online })),
+            }),
+        },
+    }
+}
+
+/// Open an Agent Window on a device. On a timeout the start is cancelled, and a late
+/// success is rolled back with `tool.session_stop`.
+pub async fn start(
+    state: &AppState,
+    principal: &Principal,
+    req: StartSessionRequest,
+) -> Result<Arc<Session>, ErrorBody> {
+    let size_ok = |v: u32| (100..=7680).contains(&v);
+    match (req.width, req.height) {
+        (None, None) => {}
+        (Some(w), Some(h)) if size_ok(w) && size_ok(h) => {}
+        _ => return Err(invalid("width and height go together, each 100..=7680")),
+    }
+    let device_id = choose_device(state, &principal.tenant_id, req.browser_id.as_deref())?;
+    let link = state
+        .registry
+        .link(&device_id)
+        .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such browser online"))?;
+    let session = Session::new(
+        secret::random_hex(16),
+        &principal.tenant_id,
+        &device_id,
+        &principal.token_id,
+        state.clock.now_ms(),
+    );
+    let busy = session.begin(SESSION_START, state.clock.now_ms())?;
+    state.sessions.insert(session.clone());
+    let mut params = Map::new();
+    params.insert("session_id".into(), Value::String(session.id.clone()));
+    if let (Some(w), Some(h)) = (req.width, req.height) {
+        params.insert("width".into(), json!(w));
+        params.insert("height".into(), json!(h));
+    }
+    if let Some(f) = req.focused {
+        params.insert("focused".into(), json!(f));
+    }
+    let deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);
+    match forward(
+        link.clone(),
+        Some(busy),
+        SESSION_START,
+        params,
+        deadline,
+        None,
+    )
+    .await
+    {
+        Ok(result) => {
+            session.set_agent_window(result.get("agent_window_id").and_then(Value::as_i64));
+            tracing::info!(session = %session.id, device = %device_id, "session started");
+            Ok(session)
+        }
+        Err(e) => {
+            state.sessions.remove(&session.id);
+            session.end();
+            if e.code == ErrorCode::Timeout {
+                // The cancel went out with the drop of the forward; if the window opens
+                // anyway, close it again (best effort, in the background).
+                let link = link.clone();
+                let id = session.id.clone();
+                tokio::spawn(async move {
+                    let mut params = Map::new();
+                    params.insert("session_id".into(), Value::String(id));
+                    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+                    let _ = forward(link, None, SESSION_STOP, params, budget, None).await;
+                });
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Stop a session: refuse new calls, abort one in flight, then `tool.session_stop`.
+/// When tabs could not be returned the session stays open so the stop can be retried.
+pub async fn stop(
+    state: &AppState,
+    session: &Arc<Session>,
+    reason: &str,
+) -> Result<StopSessionResult, ErrorBody> {
+    if !session.set_stopping(true) {
+        return Err(super::sessions::not_registered());
+    }
+    session.abort(Abort::SessionEnding);
+    // The aborted call holds the session for at most its cancel grace.
+    let free = session.wait_idle(Duration::from_secs(5)).await;
+    if !free {
+        session.set_stopping(false);
+        return Err(ErrorBody::with_reason(
+            ErrorCode::Timeout,
+            "the in-flight call did not finish",
+            "cancel_cleanup_timeout",
+        ));
+    }
+    let Some(link) = state.registry.link(&session.device_id) else {
+        state.sessions.remove(&session.id);
+        end_session(session, "browser gone");
+        return Ok(StopSessionResult {
+            stopped: true,
+            returned_tab_ids: vec![],
+            return_failures: vec![],
+        });
+    };
+    let mut params = Map::new();
+    params.insert("session_id".into(), Value::String(session.id.clone()));
+    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+    let result = forward(link, None, SESSION_STOP, params, budget, None).await;
+    match result {
+        Ok(v) => {
+            let returned: Vec<i64> = v
+                .get("returned_tab_ids")
+                .and_then(|a| serde_json::from_value(a.clone()).ok())
+                .unwrap_or_default();
+            let failures: Vec<ReturnFailure> = v
+                .get("return_failures")
+                .and_then(|a| serde_json::from_value(a.clone()).ok())
+                .unwrap_or_default();
+            if failures.is_empty() {
+                state.sessions.remove(&session.id);
+                end_session(session, reason);
+                Ok(StopSessionResult {
+                    stopped: true,
+                    returned_tab_ids: returned,
+                    return_failures: vec![],
+                })
+            } else {
+                // Contract §6.1: keep the session so the stop can be retried.
+                session.set_stopping(false);
+                Ok(StopSessionResult {
+                    stopped: false,
+                    returned_tab_ids: returned,
+                    return_failures: failures,
+                })
+            }
+        }
+        Err(e) if e.code == ErrorCode::NotFound => {
+            // The extension no longer knows it: it is gone either way.
+            state.sessions.remove(&session.id);
+            end_session(session, reason);
+            Ok(StopSessionResult {
+                stopped: true,
+                returned_tab_ids: vec![],
+                return_failures: vec![],
+            })
+        }
+        Err(e) => {
+            session.set_stopping(false);
+            Err(e)
+        }
+    }
+}
+
+/// Stop sessions idle longer than the limit (skipping busy ones), every `tick`.
+pub async fn idle_reaper(state: AppState, idle: Duration, tick: Duration) {
+    let mut interval = tokio::time::interval(tick);
+    interval.tick().await;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        let now = state.clock.now_ms();
+        let limit = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
+        let idle_sessions = state
+            .sessions
+            .list(|s| !s.is_busy() && now - s.last_activity() >= limit);
+        for session in idle_sessions {
+            tracing::info!(session = %session.id, "stopping idle session");
+            if let Err(e) = stop(&state, &session, "idle").await {
+                tracing::debug!(session = %session.id, code = %e.code, "idle stop failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! A handshaken device connection as the rest of the gateway sees it: a bounded
+//! outbox to its socket, the requests waiting for an answer (matched by id), and a
+//! cap on calls in flight. When the connection ends, every waiter is failed at once
+//! with the reason, and nothing more can be queued.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use latchkey_protocol::{ErrorBody, ErrorCode, Frame, RequestFrame, methods};
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// An answer from the extension: its result, or its error (or the gateway's, when
+/// the connection ended first).
+pub type Reply = Result<Value, ErrorBody>;
+
+/// Frames queued for one socket; beyond this the caller gets `capacity_reached`.
+pub const OUTBOX_CAPACITY: usize = 256;
+
+#[derive(Debug)]
+pub struct DeviceLink {
+    pub device_id: String,
+    pub tenant_id: String,
+    outbox: mpsc::Sender<String>,
+    state: Mutex<LinkState>,
+    inflight: Arc<Semaphore>,
+    closed: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct LinkState {
+    pending: HashMap<String, oneshot::Sender<Reply>>,
+    /// Set once: why the link closed.
+    closed: Option<ErrorBody>,
+}
+
+impl DeviceLink {
+    /// A link and the receiving end of its outbox (owned by the connection task).
+    pub fn new(
+        device_id: &str,
+        tenant_id: &str,
+        max_in_flight: usize,
+    ) -> (Arc<Self>, mpsc::Receiver<String>) {
+        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let link = Arc::new(Self {
+            device_id: device_id.to_string(),
+            tenant_id: tenant_id.to_string(),
+            outbox,
+            state: Mutex::new(LinkState::default()),
+            inflight: Arc::new(Semaphore::new(max_in_flight)),
+            closed: CancellationToken::new(),
+        });
+        (link, rx)
+    }
+
+    fn state(&self) -> MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One of the device's call slots, if any is free.
+    pub fn try_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.inflight.clone().try_acquire_owned().ok()
+    }
+
+    /// Queue `request` and register for its answer. Fails if the link is closed or
+    /// its outbox is full; nothing is sent then.
+    pub fn forward(&self, request: RequestFrame) -> Result<oneshot::Receiver<Reply>, ErrorBody> {
+        let (tx, rx) = oneshot::channel();
+        let id = request.id.clone();
+        let mut state = self.state();
+        if let Some(reason) = &state.closed {
+            return Err(reason.clone());
+        }
+        // Enqueue while holding the lock, so `close` cannot slip between the check
+        // and the send: after `close` returns, nothing new is queued.
+        match self.outbox.try_send(Frame::Request(request).to_text()) {
+            Ok(()) => {
+                state.pending.insert(id, tx);
+                Ok(rx)
+            }
+            Err(_) => Err(ErrorBody::new(
+                ErrorCode::CapacityReached,
+                "the browser's outbox is full; retry shortly",
+            )),
+        }
+    }
+
+    /// Ask the extension to abort a forwarded request (contract §5). Fire and forget:
+    /// the ack is a response with an id nobody waits for, and is ignored.
+    pub fn send_cancel(&self, rpc_id: &str) {
+        let state = self.state();
+        if state.closed.is_some() {
+            return;
+        }
+        let request = RequestFrame::new(
+            format!("cancel-{rpc_id}"),
+            methods::CANCEL,
+            Some(json!({ "rpc_id": rpc_id })),
+        );
+        let _ = self.outbox.try_send(Frame::Request(request).to_text());
+    }
+
+    /// Deliver an answer (called by the connection task). Unknown ids are ignored.
+    pub fn complete(&self, id: &str, reply: Reply) {
+        if let Some(tx) = self.state().pending.remove(id) {
+            let _ = tx.send(reply);
+        }
+    }
+
+    /// Stop waiting for `id` (after a cancel grace ran out); a late answer is dropped.
+    pub fn forget(&self, id: &str) {
+        self.state().pending.remove(id);
+    }
+
+    /// Close the link: refuse new requests and fail every waiter with `reason`.
+    pub fn close(&self, reason: ErrorBody) {
+        let pending = {
+            let mut state = self.state();
+            if state.closed.is_some() {
+                return;
+            }
+            state.closed = Some(reason.clone());
+            std::mem::take(&mut state.pending)
+        };
+        for (_, tx) in pending {
+            let _ = tx.send(Err(reason.clone()));
+        }
+        self.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Resolves when the link closes.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+}
+
+/// The error callers see when a device's socket ends with `close`.
+pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> ErrorBody {
+    use latchkey_protocol::CloseCode;
+    match close {
+        Some(CloseCode::Revoked) => {
+            ErrorBody::new(ErrorCode::DeviceRevoked, "the browser's access was revoked")
+        }
+        Some(CloseCode::Expired) => {
+            ErrorBody::new(ErrorCode::DeviceExpired, "the browser's grant expired")
+        }
+        Some(CloseCode::GoingAway) => ErrorBody::new(
+            ErrorCode::ServerShuttingDown,
+            "the gateway is shutting down",
+        ),
+        _ => ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn close_fails_waiters_and_refuses_new_requests() {
+        let (link, mut rx) = DeviceLink::new("d", "t", 8);
+        let waiter = link
+            .forward(RequestFrame::new("a", "tool.x", None))
+            .expect("forward");
+        assert!(rx.recv().await.is_some());
+        link.close(ErrorBody::new(ErrorCode::DeviceRevoked, "revoked"));
+        let reply = waiter.await.expect("answered");
+        assert_eq!(reply.map_err(|e| e.code), Err(ErrorCode::DeviceRevoked));
+        let refused = link.forward(RequestFrame::new("b", "tool.x", None));
+        assert_eq!(
+            refused.map(|_| ()).map_err(|e| e.code),
+            Err(ErrorCode::DeviceRevoked)
+        );
+        assert!(rx.try_recv().is_err(), "nothing queued after close");
+    }
+
+    #[tokio::test]
+    async fn answers_reach_their_waiter_only() {
+        let (link, _rx) = DeviceLink::new("d", "t", 8);
+        let a = link
+            .forward(RequestFrame::new("a", "tool.x", None))
+            .expect("a");
+        let b = link
+            .forward(RequestFrame::new("b", "tool.x", None))
+            .expect("b");
+        link.complete("b", Ok(json!(2)));
+        link.complete("zzz", Ok(json!(0)));
+        link.complete("a", Ok(json!(1)));
+        assert_eq!(a.await.expect("a").ok(), Some(json!(1)));
+        assert_eq!(b.await.expect("b").ok(), Some(json!(2)));
+    }
+}

@@ -1,0 +1,358 @@
+//! Agent sessions: each is an Agent Window on one device, owned by the agent token
+//! that opened it. Calls within a session are serialised (a second concurrent call
+//! is refused with `session_busy`); sessions run in parallel.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use latchkey_protocol::agent::{SessionEvent, SessionView};
+use latchkey_protocol::effect::{self, BUSY_EXEMPT_METHOD};
+use latchkey_protocol::{ErrorBody, ErrorCode};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast, watch};
+
+use crate::clock::rfc3339;
+
+/// Why in-flight calls of a session are being aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abort {
+    /// The user pressed Stop on the Agent Window.
+    UserInterrupt,
+    /// The session is stopping or ending.
+    SessionEnding,
+}
+
+#[derive(Debug)]
+pub struct Session {
+    pub id: String,
+    pub tenant_id: String,
+    pub device_id: String,
+    /// The agent token that opened it; other tokens see `not_found`.
+    pub token_id: String,
+    pub created_at: i64,
+    state: Mutex<SessionState>,
+    events: broadcast::Sender<SessionEvent>,
+    abort: watch::Sender<Option<Abort>>,
+    /// Woken whenever the session stops being busy.
+    idle: Notify,
+}
+
+#[derive(Debug, Default)]
+struct SessionState {
+    agent_window_id: Option<i64>,
+    /// The serialised call in flight, if any.
+    busy: bool,
+    stopping: bool,
+    ended: bool,
+    /// The `user_aborted` gate (contract §6.4): single use, no expiry.
+    marker: bool,
+    last_activity: i64,
+}
+
+impl Session {
+    pub fn new(
+        id: String,
+        tenant_id: &str,
+        device_id: &str,
+        token_id: &str,
+        now: i64,
+    ) -> Arc<Self> {
+        let (events, _) = broadcast::channel(64);
+        let (abort, _) = watch::channel(None);
+        Arc::new(Self {
+            id,
+            tenant_id: tenant_id.to_string(),
+            device_id: device_id.to_string(),
+            token_id: token_id.to_string(),
+            created_at: now,
+            state: Mutex::new(SessionState {
+                last_activity: now,
+                ..SessionState::default()
+            }),
+            events,
+            abort,
+            idle: Notify::new(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take the session for one call of `method`, or refuse as contract §6.2 says.
+    pub fn begin(self: &Arc<Self>, method: &str, now: i64) -> Result<BusyGuard, ErrorBody> {
+        let mut s = self.state();
+        if s.ended {
+            return Err(not_registered());
+        }
+        if s.stopping {
+            return Err(ErrorBody::new(ErrorCode::Timeout, "session is stopping"));
+        }
+        let exempt = method == BUSY_EXEMPT_METHOD;
+        if s.busy && !exempt {
+            return Err(ErrorBody::with_reason(
+                ErrorCode::Timeout,
+                "session already has an unfinished command",
+                "session_busy",
+            ));
+        }
+        s.last_activity = now;
+        // A gated call consumes a pending user interrupt and is not forwarded.
+        if effect::effect(method).is_gated() && s.marker {
+            s.marker = false;
+            return Err(ErrorBody::new(
+                ErrorCode::UserAborted,
+                "tool dispatch interrupted by user",
+            ));
+        }
+        if !exempt {
+            s.busy = true;
+        }
+        // A fresh call is not aborted by an older abort signal.
+        self.abort.send_replace(None);
+        Ok(BusyGuard {
+            session: self.clone(),
+            holds_busy: !exempt,
+        })
+    }
+
+    /// Mark the session stopping (new calls refused); returns false if it already ended.
+    pub fn set_stopping(&self, stopping: bool) -> bool {
+        let mut s = self.state();
+        if s.ended {
+            return false;
+        }
+        s.stopping = stopping;
+        true
+    }
+
+    /// Mark ended; returns false if it already was.
+    pub fn end(&self) -> bool {
+        let mut s = self.state();
+        !std::mem::replace(&mut s.ended, true)
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.state().busy
+    }
+
+    /// Wait until no call holds the session; false if `deadline` passes first.
+    pub async fn wait_idle(&self, deadline: Duration) -> bool {
+        let end = tokio::time::Instant::now() + deadline;
+        loop {
+            let notified = self.idle.notified();
+            if !self.is_busy() {
+                return true;
+            }
+            if tokio::time::timeout_at(end, notified).await.is_err() {
+                return !self.is_busy();
+            }
+        }
+    }
+
+    pub fn set_agent_window(&self, id: Option<i64>) {
+        self.state().agent_window_id = id;
+    }
+
+    pub fn last_activity(&self) -> i64 {
+        self.state().last_activity
+    }
+
+    /// Set the single-use interrupt marker.
+    pub fn arm_marker(&self) {
+        self.state().marker = true;
+    }
+
+    /// Abort whatever is in flight (its caller gets the matching error).
+    pub fn abort(&self, why: Abort) {
+        self.abort.send_replace(Some(why));
+    }
+
+    pub fn abort_signal(&self) -> watch::Receiver<Option<Abort>> {
+        self.abort.subscribe()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.events.subscribe()
+    }
+
+    pub fn emit(&self, event: SessionEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub fn view(&self) -> SessionView {
+        let s = self.state();
+        SessionView {
+            id: self.id.clone(),
+            browser_id: self.device_id.clone(),
+            agent_window_id: s.agent_window_id,
+            created_at: rfc3339(self.created_at),
+            last_activity_at: rfc3339(s.last_activity),
+            busy: s.busy,
+        }
+    }
+}
+
+/// Holds the session busy; dropping it frees the session for the next call.
+#[derive(Debug)]
+pub struct BusyGuard {
+    session: Arc<Session>,
+    holds_busy: bool,
+}
+
+impl BusyGuard {
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        if self.holds_busy {
+            self.session.state().busy = false;
+            self.session.idle.notify_waiters();
+        }
+    }
+}
+
+pub fn not_registered() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::NotFound,
+        "session not registered or already stopped",
+    )
+}
+
+/// Every open session on this node.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTable {
+    inner: Arc<Mutex<HashMap<String, Arc<Session>>>>,
+}
+
+impl SessionTable {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn insert(&self, session: Arc<Session>) {
+        self.map().insert(session.id.clone(), session);
+    }
+
+    /// The session if it belongs to this tenant and token; otherwise `None`, exactly
+    /// as for an id that never existed.
+    pub fn get_owned(&self, tenant_id: &str, token_id: &str, id: &str) -> Option<Arc<Session>> {
+        self.map()
+            .get(id)
+            .filter(|s| s.tenant_id == tenant_id && s.token_id == token_id)
+            .cloned()
+    }
+
+    /// The session if it runs on `device_id` (events from that device only).
+    pub fn get_on_device(&self, device_id: &str, id: &str) -> Option<Arc<Session>> {
+        self.map()
+            .get(id)
+            .filter(|s| s.device_id == device_id)
+            .cloned()
+    }
+
+    pub fn get_in_tenant(&self, tenant_id: &str, id: &str) -> Option<Arc<Session>> {
+        self.map()
+            .get(id)
+            .filter(|s| s.tenant_id == tenant_id)
+            .cloned()
+    }
+
+    /// Remove it; returns it if it was there.
+    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.map().remove(id)
+    }
+
+    pub fn list(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
+        let mut out: Vec<Arc<Session>> =
+            self.map().values().filter(|s| filter(s)).cloned().collect();
+        out.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        out
+    }
+
+    pub fn count_on_device(&self, device_id: &str) -> usize {
+        self.map()
+            .values()
+            .filter(|s| s.device_id == device_id)
+            .count()
+    }
+
+    /// End every session of a device (disconnect, replacement, revocation): no
+    /// `tool.session_stop` is sent; callers are failed by the link closing.
+    pub fn purge_device(&self, device_id: &str, reason: &str) -> usize {
+        let removed: Vec<Arc<Session>> = {
+            let mut map = self.map();
+            let ids: Vec<String> = map
+                .values()
+                .filter(|s| s.device_id == device_id)
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for s in &removed {
+            end_session(s, reason);
+        }
+        removed.len()
+    }
+}
+
+/// Mark a removed session ended, abort its calls and tell its listeners.
+pub fn end_session(session: &Session, reason: &str) {
+    if session.end() {
+        session.abort(Abort::SessionEnding);
+        session.emit(SessionEvent::SessionEnded {
+            session_id: session.id.clone(),
+            reason: reason.to_string(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_gate_and_exemption() {
+        let s = Session::new("s1".into(), "t", "d", "tok", 0);
+        let first = s.begin("tool.click", 1).expect("first call");
+        let busy = s
+            .begin("tool.snapshot", 2)
+            .expect_err("second call refused");
+        assert_eq!(busy.code, ErrorCode::Timeout);
+        assert_eq!(busy.data.expect("data")["reason"], "session_busy");
+        let exempt = s
+            .begin("tool.record_stop", 3)
+            .expect("record_stop skips the lock");
+        drop(exempt);
+        assert!(s.is_busy(), "the exempt call does not free the lock");
+        drop(first);
+        assert!(!s.is_busy());
+
+        s.arm_marker();
+        s.begin("tool.snapshot", 4)
+            .expect("passive reads pass the gate");
+        let gated = s.begin("tool.click", 5).expect_err("gated");
+        assert_eq!(gated.code, ErrorCode::UserAborted);
+        s.begin("tool.click", 6).expect("the marker is single use");
+    }
+
+    #[test]
+    fn ownership_is_tenant_and_token() {
+        let t = SessionTable::default();
+        t.insert(Session::new("s1".into(), "ta", "d", "tok-a", 0));
+        assert!(t.get_owned("ta", "tok-a", "s1").is_some());
+        assert!(t.get_owned("ta", "tok-b", "s1").is_none());
+        assert!(t.get_owned("tb", "tok-a", "s1").is_none());
+        assert!(t.get_on_device("other", "s1").is_none());
+        assert_eq!(t.purge_device("d", "browser gone"), 1);
+        assert!(t.get_owned("ta", "tok-a", "s1").is_none());
+    }
+}
