@@ -131,8 +131,8 @@ impl FakeBrowser {
     }
 
     /// Wait for the connection to end; how it ended.
-    pub async fn ended(self, deadline: Duration) -> anyhow::Result<Ended> {
-        Ok(tokio::time::timeout(deadline, self.task).await??)
+    pub async fn ended(&mut self, deadline: Duration) -> anyhow::Result<Ended> {
+        Ok(tokio::time::timeout(deadline, &mut self.task).await??)
     }
 }
 

@@ -110,16 +110,13 @@ impl Drop for InFlight {
     }
 }
 
-/// Forward `method` with `params` to the device and wait for the answer, the
-/// deadline or an abort.
-pub async fn forward(
-    link: Arc<DeviceLink>,
-    busy: Option<BusyGuard>,
+/// Take a call slot and queue one request; the id, the answer's receiver, and the
+/// slot (held until the answer or the cancel grace).
+pub fn send(
+    link: &DeviceLink,
     method: &str,
     params: Map<String, Value>,
-    deadline: Duration,
-    mut abort: Option<watch::Receiver<Option<Abort>>>,
-) -> Result<Value, ErrorBody> {
+) -> Result<(String, oneshot::Receiver<Reply>, OwnedSemaphorePermit), ErrorBody> {
     let permit = link.try_permit().ok_or_else(|| {
         ErrorBody::new(
             ErrorCode::CapacityReached,
@@ -132,6 +129,20 @@ pub async fn forward(
         method,
         Some(Value::Object(params)),
     ))?;
+    Ok((rpc_id, rx, permit))
+}
+
+/// Forward `method` with `params` to the device and wait for the answer, the
+/// deadline or an abort.
+pub async fn forward(
+    link: Arc<DeviceLink>,
+    busy: Option<BusyGuard>,
+    method: &str,
+    params: Map<String, Value>,
+    deadline: Duration,
+    mut abort: Option<watch::Receiver<Option<Abort>>>,
+) -> Result<Value, ErrorBody> {
+    let (rpc_id, rx, permit) = send(&link, method, params)?;
     let mut inflight = InFlight {
         link,
         rpc_id,
@@ -153,7 +164,9 @@ pub async fn forward(
         Aborted(Option<Abort>),
     }
     let outcome = match inflight.reply.as_mut() {
+        // An answer that is already there wins over a deadline or abort that is too.
         Some(reply) => tokio::select! {
+            biased;
             r = reply => Outcome::Answered(r),
             _ = tokio::time::sleep(deadline) => Outcome::TimedOut,
             why = aborted => Outcome::Aborted(why),

@@ -4,11 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use latchkey_protocol::agent::{ReturnFailure, StartSessionRequest, StopSessionResult};
-use latchkey_protocol::effect::{SESSION_START, SESSION_STOP, SESSION_STOP_TIMEOUT_MS};
+use latchkey_protocol::effect::{
+    CANCEL_GRACE_MS, SESSION_START, SESSION_STOP, SESSION_STOP_TIMEOUT_MS,
+};
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Map, Value, json};
 
-use super::calls::forward;
+use super::calls::{forward, send};
 use super::sessions::{Abort, Session, end_session};
 use crate::app::AppState;
 use crate::auth::principal::Principal;
@@ -82,36 +84,55 @@ pub async fn start(
         params.insert("focused".into(), json!(f));
     }
     let deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);
-    match forward(
-        link.clone(),
-        Some(busy),
-        SESSION_START,
-        params,
-        deadline,
-        None,
-    )
-    .await
-    {
-        Ok(result) => {
-            session.set_agent_window(result.get("agent_window_id").and_then(Value::as_i64));
-            tracing::info!(session = %session.id, device = %device_id, "session started");
-            Ok(session)
+    // Run detached from the caller: if the agent goes away mid-start, the start still
+    // settles (and an orphaned session is reaped when idle) instead of leaking a window.
+    let task_session = session.clone();
+    let outcome = tokio::spawn(async move {
+        let session = task_session;
+        let _busy = busy;
+        let (rpc_id, mut rx, permit) = match send(&link, SESSION_START, params) {
+            Ok(v) => v,
+            Err(e) => return Err(e),
+        };
+        match tokio::time::timeout(deadline, &mut rx).await {
+            Ok(Ok(Ok(result))) => {
+                session.set_agent_window(result.get("agent_window_id").and_then(Value::as_i64));
+                tracing::info!(session = %session.id, device = %session.device_id, "session started");
+                Ok(())
+            }
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) => Err(ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected")),
+            Err(_) => {
+                // Cancel; if the window opens anyway within the grace, close it again.
+                link.send_cancel(&rpc_id);
+                let grace = Duration::from_millis(CANCEL_GRACE_MS);
+                let late = tokio::time::timeout(grace, rx).await;
+                drop(permit);
+                if let Ok(Ok(Ok(_))) = late {
+                    tracing::info!(session = %session.id, "late session start rolled back");
+                    let mut stop_params = Map::new();
+                    stop_params.insert("session_id".into(), Value::String(session.id.clone()));
+                    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+                    if let Err(e) = forward(link, None, SESSION_STOP, stop_params, budget, None).await {
+                        tracing::warn!(session = %session.id, code = %e.code, "rollback of a late start failed");
+                    }
+                } else {
+                    link.forget(&rpc_id);
+                }
+                Err(ErrorBody::new(
+                    ErrorCode::Timeout,
+                    format!("session start timed out after {} ms", deadline.as_millis()),
+                ))
+            }
         }
+    })
+    .await
+    .unwrap_or_else(|_| Err(ErrorBody::new(ErrorCode::Internal, "session start failed")));
+    match outcome {
+        Ok(()) => Ok(session),
         Err(e) => {
             state.sessions.remove(&session.id);
             session.end();
-            if e.code == ErrorCode::Timeout {
-                // The cancel went out with the drop of the forward; if the window opens
-                // anyway, close it again (best effort, in the background).
-                let link = link.clone();
-                let id = session.id.clone();
-                tokio::spawn(async move {
-                    let mut params = Map::new();
-                    params.insert("session_id".into(), Value::String(id));
-                    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
-                    let _ = forward(link, None, SESSION_STOP, params, budget, None).await;
-                });
-            }
             Err(e)
         }
     }
