@@ -15,4 +15,8 @@ width?: number, height?: number,
 /**
  * Focus the Agent Window (default true).
  */
-focused?: boolean, };
+focused?: boolean, 
+/**
+ * Wait up to this long (≤ 60000 ms) for a browser to come online.
+ */
+wait_for_browser_ms?: number, };

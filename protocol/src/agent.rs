@@ -49,6 +49,10 @@ pub struct StartSessionRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub focused: Option<bool>,
+    /// Wait up to this long (≤ 60000 ms) for a browser to come online.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub wait_for_browser_ms: Option<u64>,
 }
 
 /// A session as listed.

@@ -48,6 +48,9 @@ pub enum ErrorCode {
     StoreUnavailable,
     /// The server is draining for shutdown.
     ServerShuttingDown,
+    /// The browser's connection ended (disconnect or replacement) while a call was
+    /// in flight; the call's outcome is unknown and it is never replayed.
+    BrowserDisconnected,
     /// A bug or an unexpected failure; details are in the server log.
     Internal,
 }
@@ -121,6 +124,7 @@ error_table! {
     LimitReached           => 409, None, exit::CONFLICT;
     StoreUnavailable       => 503, None, exit::UNAVAILABLE;
     ServerShuttingDown     => 503, Some(CloseCode::GoingAway), exit::UNAVAILABLE;
+    BrowserDisconnected    => 502, None, exit::BROWSER;
     Internal               => 500, Some(CloseCode::InternalError), exit::FAILURE;
 }
 
@@ -173,6 +177,7 @@ impl ErrorCode {
             ErrorCode::LimitReached => "limit_reached",
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ServerShuttingDown => "server_shutting_down",
+            ErrorCode::BrowserDisconnected => "browser_disconnected",
             ErrorCode::Internal => "internal",
         }
     }
@@ -250,7 +255,7 @@ mod tests {
         let all: Vec<ErrorCode> = ERROR_TABLE.iter().map(|m| m.code).collect();
         let unique: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(all.len(), unique.len(), "a code appears twice");
-        assert_eq!(all.len(), 23, "a new code needs a row");
+        assert_eq!(all.len(), 24, "a new code needs a row");
         for m in ERROR_TABLE {
             let json = serde_json::to_string(&m.code).expect("serialise");
             assert_eq!(json, format!("\"{}\"", m.code.as_str()));

@@ -31,6 +31,7 @@ pub struct AppState {
     pub clock: Clock,
     pub registry: DeviceRegistry,
     pub sessions: SessionTable,
+    pub agent_sockets: crate::agent::socket::AgentSocketCounter,
     pub authorize_limiter: Arc<PeerRateLimiter>,
     pub audit: Audit,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.

@@ -75,6 +75,8 @@ pub struct Limits {
     pub session_reaper_interval_ms: u64,
     /// `tool.session_start` reply wait (contract §9: 15 s).
     pub session_start_timeout_ms: u64,
+    /// Agent WebSockets open at once per API token.
+    pub max_agent_sockets_per_token: usize,
 }
 
 impl Default for Limits {
@@ -101,7 +103,8 @@ impl Default for Limits {
             max_calls_in_flight_per_device: 8,
             session_idle_timeout_ms: 300_000,
             session_reaper_interval_ms: 15_000,
-            session_start_timeout_ms: 15_000,
+            session_start_timeout_ms: latchkey_protocol::effect::SESSION_START_TIMEOUT_MS,
+            max_agent_sockets_per_token: 16,
         }
     }
 }

@@ -183,6 +183,7 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         clock,
         registry: DeviceRegistry::default(),
         sessions: router::SessionTable::default(),
+        agent_sockets: agent::socket::AgentSocketCounter::default(),
         public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),

@@ -242,7 +242,7 @@ async fn disconnect_fails_every_in_flight_call() {
             .await
             .expect("answered")
             .expect("join");
-        assert_eq!((r.status, r.code()), (404, "not_found"));
+        assert_eq!((r.status, r.code()), (502, "browser_disconnected"));
         assert_eq!(
             r.body["error"]["message"],
             "owning browser is no longer connected"

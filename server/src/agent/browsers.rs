@@ -13,6 +13,11 @@ pub async fn list(
     State(state): State<AppState>,
     p: Principal,
 ) -> Result<Json<BrowserList>, ApiError> {
+    Ok(Json(browser_list(&state, &p).await?))
+}
+
+/// The tenant's browsers (shared by the HTTP API and the agent socket).
+pub async fn browser_list(state: &AppState, p: &Principal) -> Result<BrowserList, ApiError> {
     let now = state.clock.now_ms();
     let devices = state.store.list_devices(&p.tenant_id).await?;
     let browsers = devices
@@ -36,5 +41,5 @@ pub async fn list(
             }
         })
         .collect();
-    Ok(Json(BrowserList { browsers }))
+    Ok(BrowserList { browsers })
 }

@@ -5,6 +5,7 @@
 mod browsers;
 mod events;
 mod sessions;
+pub mod socket;
 
 use axum::Router;
 use axum::routing::{delete, get, post};
@@ -18,6 +19,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/sessions/{id}", delete(sessions::stop))
         .route("/v1/sessions/{id}/calls", post(sessions::call))
         .route("/v1/sessions/{id}/events", get(events::stream))
+        .route("/v1/agent", get(socket::upgrade))
         .route("/v1/admin/sessions", get(sessions::admin_list))
         .route("/v1/admin/sessions/{id}", delete(sessions::admin_stop))
 }

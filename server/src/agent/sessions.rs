@@ -25,13 +25,18 @@ pub async fn start(
 }
 
 pub async fn list(State(state): State<AppState>, p: Principal) -> Json<SessionList> {
+    Json(owned_sessions(&state, &p))
+}
+
+/// The caller's own sessions (shared by the HTTP API and the agent socket).
+pub fn owned_sessions(state: &AppState, p: &Principal) -> SessionList {
     let sessions = state
         .sessions
         .list(|s| s.tenant_id == p.tenant_id && s.token_id == p.token_id)
         .iter()
         .map(|s| s.view())
         .collect();
-    Json(SessionList { sessions })
+    SessionList { sessions }
 }
 
 pub async fn stop(

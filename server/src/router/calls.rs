@@ -183,7 +183,7 @@ pub async fn forward(
             inflight.answered();
             r.unwrap_or_else(|_| {
                 Err(ErrorBody::new(
-                    ErrorCode::NotFound,
+                    ErrorCode::BrowserDisconnected,
                     "owning browser is no longer connected",
                 ))
             })

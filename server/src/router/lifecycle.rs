@@ -16,6 +16,9 @@ use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::auth::secret;
 
+/// The longest an agent may wait for a browser to come online (contract §9).
+pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
+
 fn invalid(message: impl Into<String>) -> ErrorBody {
     ErrorBody::new(ErrorCode::InvalidParams, message)
 }
@@ -60,6 +63,24 @@ pub async fn start(
         (Some(w), Some(h)) if size_ok(w) && size_ok(h) => {}
         _ => return Err(invalid("width and height go together, each 100..=7680")),
     }
+    if let Some(wait) = req.wait_for_browser_ms {
+        if wait > MAX_WAIT_FOR_BROWSER_MS {
+            return Err(invalid(format!(
+                "wait_for_browser_ms must be at most {MAX_WAIT_FOR_BROWSER_MS}"
+            )));
+        }
+        let online = state.registry.online_in_tenant(&principal.tenant_id);
+        let wanted_online = match req.browser_id.as_deref() {
+            Some(id) => online.iter().any(|d| d == id),
+            None => !online.is_empty(),
+        };
+        if !wanted_online && req.browser_id.is_none() {
+            state
+                .registry
+                .wait_online(&principal.tenant_id, Duration::from_millis(wait))
+                .await;
+        }
+    }
     let device_id = choose_device(state, &principal.tenant_id, req.browser_id.as_deref())?;
     let link = state
         .registry
@@ -101,7 +122,7 @@ pub async fn start(
                 Ok(())
             }
             Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) => Err(ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected")),
+            Ok(Err(_)) => Err(ErrorBody::new(ErrorCode::BrowserDisconnected, "owning browser is no longer connected")),
             Err(_) => {
                 // Cancel; if the window opens anyway within the grace, close it again.
                 link.send_cancel(&rpc_id);

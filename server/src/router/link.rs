@@ -153,7 +153,10 @@ pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> ErrorBod
             ErrorCode::ServerShuttingDown,
             "the gateway is shutting down",
         ),
-        _ => ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected"),
+        _ => ErrorBody::new(
+            ErrorCode::BrowserDisconnected,
+            "owning browser is no longer connected",
+        ),
     }
 }
 

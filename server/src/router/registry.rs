@@ -52,6 +52,8 @@ pub struct DeviceRegistry {
 struct RegistryInner {
     entries: Mutex<HashMap<String, Entry>>,
     next_generation: AtomicU64,
+    /// Woken whenever a device comes online (session starts may wait for one).
+    online: tokio::sync::Notify,
 }
 
 impl DeviceRegistry {
@@ -109,6 +111,7 @@ impl DeviceRegistry {
         match self.entries().get_mut(device_id) {
             Some(e) if e.generation == generation => {
                 e.link = Some(link);
+                self.inner.online.notify_waiters();
                 true
             }
             _ => false,
@@ -135,6 +138,20 @@ impl DeviceRegistry {
             .collect();
         ids.sort();
         ids
+    }
+
+    /// Wait until the tenant has an online device, or `deadline` passes.
+    pub async fn wait_online(&self, tenant_id: &str, deadline: std::time::Duration) -> bool {
+        let end = tokio::time::Instant::now() + deadline;
+        loop {
+            let notified = self.inner.online.notified();
+            if !self.online_in_tenant(tenant_id).is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(end, notified).await.is_err() {
+                return !self.online_in_tenant(tenant_id).is_empty();
+            }
+        }
     }
 
     /// Signal the device's live socket to close with `code`, failing its in-flight

@@ -1,0 +1,308 @@
+//! `GET /v1/agent`: the agent WebSocket. Same envelope as the extension protocol:
+//! requests `browser.list`, `session.start|stop|list`, `tool.*` (with `session_id` in
+//! params) and `cancel` (`{rpc_id}`), each answered once; session events are pushed as
+//! event frames. Requests run concurrently; calls of one session still serialise.
+//! Closing the socket cancels every call it has in flight.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
+use latchkey_protocol::{
+    ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame, SuccessFrame,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{Instrument, debug, info_span};
+
+use crate::api_error::ApiError;
+use crate::app::AppState;
+use crate::auth::principal::Principal;
+use crate::router::calls::{self, ToolCall};
+use crate::router::lifecycle;
+use crate::router::sessions::not_registered;
+
+/// Open agent sockets per token, with a guard that gives the slot back.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSocketCounter {
+    inner: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+#[derive(Debug)]
+pub struct SocketSlot {
+    counter: AgentSocketCounter,
+    token_id: String,
+}
+
+impl AgentSocketCounter {
+    pub fn acquire(&self, token_id: &str, max: usize) -> Option<SocketSlot> {
+        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(token_id.to_string()).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(SocketSlot {
+            counter: self.clone(),
+            token_id: token_id.to_string(),
+        })
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        let mut map = self.counter.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.token_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.token_id);
+            }
+        }
+    }
+}
+
+pub async fn upgrade(
+    State(state): State<AppState>,
+    p: Principal,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let max = state.config.limits.max_agent_sockets_per_token;
+    let Some(slot) = state.agent_sockets.acquire(&p.token_id, max) else {
+        return ApiError::new(
+            ErrorCode::CapacityReached,
+            format!("this token already has {max} agent sockets open"),
+        )
+        .retry_after(5)
+        .into_response();
+    };
+    let limits = &state.config.limits;
+    let ws = ws
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes);
+    let tracker = state.tasks.clone();
+    ws.on_upgrade(move |socket| {
+        let span = info_span!("agent_socket", tenant = %p.tenant_id, token = %p.token_id);
+        tracker.track_future(serve(socket, state, p, slot).instrument(span))
+    })
+    .into_response()
+}
+
+fn reply(id: &str, result: Result<Value, ErrorBody>) -> String {
+    match result {
+        Ok(result) => Frame::Success(SuccessFrame {
+            id: id.to_string(),
+            result,
+        })
+        .to_text(),
+        Err(error) => Frame::Error(ErrorFrame {
+            id: id.to_string(),
+            error,
+        })
+        .to_text(),
+    }
+}
+
+fn event_frame(event: &SessionEvent) -> String {
+    let name = match event {
+        SessionEvent::WindowClosed { .. } => "session.window_closed",
+        SessionEvent::UserInterrupt { .. } => "session.user_interrupt",
+        SessionEvent::SessionEnded { .. } => "session.ended",
+    };
+    let payload = serde_json::to_value(event).unwrap_or_default();
+    Frame::Event(EventFrame {
+        event: name.to_string(),
+        payload,
+    })
+    .to_text()
+}
+
+async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSlot) {
+    let (mut sink, mut stream) = socket.split();
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(256);
+    let running: Arc<Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
+    let writer = tokio::spawn(async move {
+        while let Some(text) = out_rx.recv().await {
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+    });
+    let shutdown = state.shutdown.clone();
+    loop {
+        let msg = tokio::select! {
+            m = stream.next() => m,
+            _ = shutdown.cancelled() => break,
+        };
+        let text = match msg {
+            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+            Some(Ok(_)) => continue,
+        };
+        let request = match Frame::parse(text.as_str()) {
+            Ok(Frame::Request(r)) => r,
+            Ok(_) => {
+                let e = ErrorBody::new(
+                    ErrorCode::InvalidRequest,
+                    "only requests are accepted on the agent socket",
+                );
+                let _ = out_tx.send(reply("", Err(e))).await;
+                continue;
+            }
+            Err(e) => {
+                let e = ErrorBody::new(
+                    ErrorCode::InvalidRequest,
+                    format!("frame does not parse: {e}"),
+                );
+                let _ = out_tx.send(reply("", Err(e))).await;
+                continue;
+            }
+        };
+        if request.method == "cancel" {
+            let target = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("rpc_id"))
+                .and_then(Value::as_str);
+            let task =
+                target.and_then(|t| running.lock().unwrap_or_else(|p| p.into_inner()).remove(t));
+            let cancelled = task.is_some();
+            if let (Some(task), Some(target)) = (task, target) {
+                // Aborting drops the call: a forwarded call sends `cancel` to the
+                // extension; one not yet forwarded sends nothing.
+                task.abort();
+                let e = ErrorBody::new(ErrorCode::Cancelled, "cancelled by the agent");
+                let _ = out_tx.send(reply(target, Err(e))).await;
+            }
+            let _ = out_tx
+                .send(reply(&request.id, Ok(json!({ "cancelled": cancelled }))))
+                .await;
+            continue;
+        }
+        let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, t| !t.is_finished());
+        if map.contains_key(&request.id) {
+            let e = ErrorBody::new(
+                ErrorCode::InvalidRequest,
+                "a request with this id is still running",
+            );
+            let _ = out_tx.try_send(reply(&request.id, Err(e)));
+            continue;
+        }
+        let id = request.id.clone();
+        let (state, p, out, running_ref) =
+            (state.clone(), p.clone(), out_tx.clone(), running.clone());
+        let task = tokio::spawn(async move {
+            let request_id = request.id.clone();
+            let result = handle(&state, &p, request, &out).await;
+            running_ref
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&request_id);
+            let _ = out.send(reply(&request_id, result)).await;
+        });
+        map.insert(id, task);
+    }
+    // The agent is gone: cancel everything it still has in flight.
+    let tasks: Vec<JoinHandle<()>> = running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, t)| t)
+        .collect();
+    for t in tasks {
+        t.abort();
+    }
+    writer.abort();
+    debug!("agent socket closed");
+}
+
+fn params_of<T: serde::de::DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorBody> {
+    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+        .map_err(|e| ErrorBody::new(ErrorCode::InvalidParams, e.to_string()))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionRef {
+    session_id: String,
+}
+
+async fn handle(
+    state: &AppState,
+    p: &Principal,
+    request: RequestFrame,
+    out: &mpsc::Sender<String>,
+) -> Result<Value, ErrorBody> {
+    match request.method.as_str() {
+        "browser.list" => {
+            let list = super::browsers::browser_list(state, p)
+                .await
+                .map_err(|e| ErrorBody {
+                    code: e.code,
+                    message: e.message,
+                    data: e.data,
+                })?;
+            Ok(to_value(&list))
+        }
+        "session.list" => Ok(to_value(&super::sessions::owned_sessions(state, p))),
+        "session.start" => {
+            let req: StartSessionRequest = params_of(request.params)?;
+            let session = lifecycle::start(state, p, req).await?;
+            // Push this session's events on this socket.
+            let mut events = session.subscribe();
+            let out = out.clone();
+            tokio::spawn(async move {
+                while let Ok(event) = events.recv().await {
+                    let last = matches!(event, SessionEvent::SessionEnded { .. });
+                    if out.send(event_frame(&event)).await.is_err() || last {
+                        break;
+                    }
+                }
+            });
+            Ok(to_value(&session.view()))
+        }
+        "session.stop" => {
+            let r: SessionRef = params_of(request.params)?;
+            let session = state
+                .sessions
+                .get_owned(&p.tenant_id, &p.token_id, &r.session_id)
+                .ok_or_else(not_registered)?;
+            Ok(to_value(
+                &lifecycle::stop(state, &session, "stopped").await?,
+            ))
+        }
+        m if m.starts_with("tool.") => {
+            let mut params = calls::params_object(request.params)?;
+            let session_id = params
+                .remove("session_id")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .ok_or_else(|| {
+                    ErrorBody::new(ErrorCode::InvalidParams, format!("{m} requires session_id"))
+                })?;
+            let session = state
+                .sessions
+                .get_owned(&p.tenant_id, &p.token_id, &session_id)
+                .ok_or_else(not_registered)?;
+            let call = ToolCall {
+                method: request.method,
+                params,
+                timeout_ms: None,
+            };
+            calls::call(state, &session, call).await
+        }
+        other => Err(ErrorBody::new(
+            ErrorCode::UnknownMethod,
+            format!("{other} is not an agent method"),
+        )),
+    }
+}
+
+/// A result body as the JSON of a success frame.
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}

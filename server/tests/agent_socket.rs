@@ -1,0 +1,253 @@
+//! The agent WebSocket `/v1/agent`: the extension envelope for agents, with
+//! concurrent requests, cancel, pushed events and a per-token socket cap.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use latchkey_protocol::Frame;
+use latchkey_testkit::tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use latchkey_testkit::tokio_tungstenite::tungstenite::{self, Message};
+use latchkey_testkit::tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use latchkey_testkit::{Action, Backend, FakeBrowser, TestServer, wait_until};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+const DEADLINE: Duration = Duration::from_secs(10);
+
+async fn open(server: &TestServer, token: &str) -> Result<Ws, tungstenite::Error> {
+    let url = format!("ws://{}/v1/agent", server.addr());
+    let mut req = url.into_client_request().expect("request");
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    connect_async(req).await.map(|(ws, _)| ws)
+}
+
+async fn send(ws: &mut Ws, value: Value) {
+    ws.send(Message::text(value.to_string()))
+        .await
+        .expect("send");
+}
+
+/// The next frame that is not an event (events are collected into `events`).
+async fn next(ws: &mut Ws, events: &mut Vec<Value>) -> Frame {
+    loop {
+        let msg = tokio::time::timeout(DEADLINE, ws.next())
+            .await
+            .expect("frame in time")
+            .expect("open")
+            .expect("ok");
+        let Message::Text(t) = msg else { continue };
+        let frame = Frame::parse(t.as_str()).expect("frame");
+        if let Frame::Event(e) = &frame {
+            events.push(serde_json::to_value(e).expect("json"));
+            continue;
+        }
+        return frame;
+    }
+}
+
+/// Read until an event frame arrives.
+async fn next_event(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(DEADLINE, ws.next())
+            .await
+            .expect("event in time")
+            .expect("open")
+            .expect("ok");
+        if let Message::Text(t) = msg
+            && let Ok(Frame::Event(e)) = Frame::parse(t.as_str())
+        {
+            return serde_json::to_value(e).expect("json");
+        }
+    }
+}
+
+fn result(frame: Frame) -> Value {
+    match frame {
+        Frame::Success(s) => s.result,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+fn error_code(frame: &Frame) -> String {
+    match frame {
+        Frame::Error(e) => e.error.code.to_string(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn count(browser: &FakeBrowser, method: &str) -> usize {
+    browser
+        .received_methods()
+        .iter()
+        .filter(|m| *m == method)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_socket_end_to_end() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (device, browser) = server
+        .new_browser(Arc::new(|r| {
+            (r.method == "tool.hang").then_some(Action::Never)
+        }))
+        .await
+        .expect("browser");
+    let mut ws = open(&server, &agent.token).await.expect("socket");
+    let mut events = Vec::new();
+
+    send(&mut ws, json!({"id": "1", "method": "browser.list"})).await;
+    let list = result(next(&mut ws, &mut events).await);
+    assert_eq!(list["browsers"][0]["id"], device.as_str());
+
+    send(
+        &mut ws,
+        json!({"id": "2", "method": "session.start", "params": {}}),
+    )
+    .await;
+    let session = result(next(&mut ws, &mut events).await);
+    let sid = session["id"].as_str().expect("id").to_string();
+
+    send(&mut ws, json!({"id": "3", "method": "tool.navigate", "params": {"session_id": sid, "url": "http://127.0.0.1/"}})).await;
+    let nav = result(next(&mut ws, &mut events).await);
+    assert_eq!(nav["echo"]["url"], "http://127.0.0.1/");
+
+    // Junk gets an error frame; the socket stays usable.
+    ws.send(Message::text("{not json")).await.expect("send");
+    let junk = next(&mut ws, &mut events).await;
+    assert_eq!(error_code(&junk), "invalid_request");
+    send(&mut ws, json!({"id": "4", "method": "tool.snapshot"})).await;
+    assert_eq!(
+        error_code(&next(&mut ws, &mut events).await),
+        "invalid_params",
+        "tool calls need session_id"
+    );
+    send(
+        &mut ws,
+        json!({"id": "5", "method": "tool.snapshot", "params": {"session_id": "nope"}}),
+    )
+    .await;
+    assert_eq!(error_code(&next(&mut ws, &mut events).await), "not_found");
+    send(&mut ws, json!({"id": "6", "method": "system.status"})).await;
+    assert_eq!(
+        error_code(&next(&mut ws, &mut events).await),
+        "unknown_method"
+    );
+
+    // A gateway-local wait, cancelled: nothing reaches the extension.
+    send(&mut ws, json!({"id": "w", "method": "tool.wait_ms", "params": {"session_id": sid, "duration_ms": 60000}})).await;
+    send(
+        &mut ws,
+        json!({"id": "c1", "method": "cancel", "params": {"rpc_id": "w"}}),
+    )
+    .await;
+    let mut answers = [
+        next(&mut ws, &mut events).await,
+        next(&mut ws, &mut events).await,
+    ];
+    answers.sort_by_key(|f| f.id().map(str::to_string));
+    assert_eq!(result(answers[0].clone())["cancelled"], true);
+    assert_eq!(error_code(&answers[1]), "cancelled");
+    assert_eq!(
+        count(&browser, "cancel"),
+        0,
+        "a call never forwarded sends no cancel"
+    );
+
+    // A forwarded call, cancelled: the extension gets `cancel` for it.
+    send(
+        &mut ws,
+        json!({"id": "h", "method": "tool.hang", "params": {"session_id": sid}}),
+    )
+    .await;
+    assert!(wait_until(DEADLINE, || async { count(&browser, "tool.hang") == 1 }).await);
+    send(
+        &mut ws,
+        json!({"id": "c2", "method": "cancel", "params": {"rpc_id": "h"}}),
+    )
+    .await;
+    let mut answers = [
+        next(&mut ws, &mut events).await,
+        next(&mut ws, &mut events).await,
+    ];
+    answers.sort_by_key(|f| f.id().map(str::to_string));
+    assert_eq!(result(answers[0].clone())["cancelled"], true);
+    assert_eq!(error_code(&answers[1]), "cancelled");
+    assert!(wait_until(DEADLINE, || async { count(&browser, "cancel") == 1 }).await);
+
+    // Events of the session are pushed.
+    browser.event("session.user_interrupt", json!({"session_id": sid}));
+    let event = next_event(&mut ws).await;
+    assert_eq!(event["event"], "session.user_interrupt");
+    assert_eq!(event["payload"]["session_id"], sid.as_str());
+    // The interrupt armed the gate: the next mutation is refused, once.
+    send(
+        &mut ws,
+        json!({"id": "g", "method": "tool.click", "params": {"session_id": sid, "ref": "e1"}}),
+    )
+    .await;
+    assert_eq!(
+        error_code(&next(&mut ws, &mut events).await),
+        "user_aborted"
+    );
+
+    // Closing the socket cancels what it has in flight.
+    send(
+        &mut ws,
+        json!({"id": "h2", "method": "tool.hang", "params": {"session_id": sid}}),
+    )
+    .await;
+    assert!(wait_until(DEADLINE, || async { count(&browser, "tool.hang") == 2 }).await);
+    drop(ws);
+    assert!(
+        wait_until(DEADLINE, || async { count(&browser, "cancel") == 2 }).await,
+        "closing the socket cancels"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_per_token_are_capped() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.max_agent_sockets_per_token = 2)
+        .start()
+        .await
+        .expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let a = open(&server, &agent.token).await.expect("a");
+    let _b = open(&server, &agent.token).await.expect("b");
+    match open(&server, &agent.token).await {
+        Err(tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status().as_u16(), 503);
+            assert_eq!(
+                resp.headers().get("retry-after").map(|v| v.as_bytes()),
+                Some(&b"5"[..])
+            );
+        }
+        other => panic!("third socket must be refused, got {:?}", other.map(|_| ())),
+    }
+    let other = server.new_agent().await.expect("other agent");
+    open(&server, &other.token)
+        .await
+        .expect("another token has its own budget");
+    drop(a);
+    assert!(
+        wait_until(DEADLINE, || async {
+            open(&server, &agent.token).await.is_ok()
+        })
+        .await,
+        "a closed socket frees its slot"
+    );
+    match open(&server, "lk_wrong").await {
+        Err(tungstenite::Error::Http(resp)) => assert_eq!(resp.status().as_u16(), 401),
+        other => panic!("expected 401, got {:?}", other.map(|_| ())),
+    }
+    server.stop().await;
+}
