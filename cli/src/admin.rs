@@ -42,7 +42,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let d: DeviceView = client
                 .call(
                     Method::PATCH,
-                    &format!("/v1/admin/devices/{}", path_segment(&id)),
+                    &format!("/v1/admin/devices/{}", crate::tools::segment(&id)),
                     Some(&body),
                 )
                 .await?;
@@ -66,7 +66,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 let d: DeviceView = client
                     .call(
                         Method::DELETE,
-                        &format!("/v1/admin/devices/{}", path_segment(&id)),
+                        &format!("/v1/admin/devices/{}", crate::tools::segment(&id)),
                         NO_BODY,
                     )
                     .await?;
@@ -104,7 +104,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let t: TokenView = client
                 .call(
                     Method::DELETE,
-                    &format!("/v1/admin/tokens/{}", path_segment(&id)),
+                    &format!("/v1/admin/tokens/{}", crate::tools::segment(&id)),
                     NO_BODY,
                 )
                 .await?;
@@ -142,19 +142,6 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             })
         }
     }
-}
-
-/// Ids go into the URL path; anything but id characters is percent-encoded away.
-fn path_segment(id: &str) -> String {
-    id.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 fn emit<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce()) -> Result<(), CliError> {

@@ -40,6 +40,12 @@ pub struct Global {
     /// Extra PEM CA certificate to trust (for private CAs).
     #[arg(long, global = true, env = "LATCHKEY_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
+    /// Session for tool commands (from `latchkey session start`).
+    #[arg(long, global = true, env = "LATCHKEY_SESSION")]
+    pub session: Option<String>,
+    /// Deadline of a tool call in milliseconds (default 30000; at most 600000).
+    #[arg(long = "timeout-ms", global = true)]
+    pub timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +60,158 @@ pub enum Command {
     /// Team administration.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// List the team's browsers and whether they are online.
+    Browsers,
+    /// Start, stop and list sessions (Agent Windows).
+    #[command(subcommand)]
+    Session(SessionCommand),
+    #[command(flatten)]
+    Tool(ToolCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Open an Agent Window; prints the session id.
+    Start {
+        /// Browser id (needed when more than one is online).
+        #[arg(long)]
+        browser: Option<String>,
+        #[arg(long, requires = "height")]
+        width: Option<u32>,
+        #[arg(long, requires = "width")]
+        height: Option<u32>,
+        /// Open the window without focusing it.
+        #[arg(long)]
+        background: bool,
+        /// Wait this long for a browser to come online, e.g. 30s (at most 60s).
+        #[arg(long, value_parser = parse_ttl)]
+        wait_for_browser: Option<u64>,
+    },
+    /// Close the Agent Window, returning borrowed tabs.
+    Stop {
+        id: String,
+    },
+    List,
+}
+
+/// Tool commands; all need `--session`.
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// Tabs: list, create, close, select, borrow, return.
+    #[command(subcommand)]
+    Tab(TabCommand),
+    /// Navigate the active tab (or --tab).
+    Navigate {
+        #[arg(id = "page_url", value_name = "URL")]
+        url: String,
+        #[arg(long)]
+        wait_until: Option<String>,
+        #[arg(long)]
+        tab: Option<i64>,
+    },
+    Back {
+        #[arg(long)]
+        tab: Option<i64>,
+    },
+    Forward {
+        #[arg(long)]
+        tab: Option<i64>,
+    },
+    Reload {
+        #[arg(long)]
+        hard: bool,
+        #[arg(long)]
+        tab: Option<i64>,
+    },
+    /// The page as text with @eN element refs.
+    Snapshot {
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        #[arg(long)]
+        tab: Option<i64>,
+    },
+    /// Click a ref (e12 or @e12) or a CSS selector.
+    Click {
+        target: String,
+    },
+    /// Type a value into a field (replacing its content).
+    Fill {
+        target: String,
+        value: String,
+    },
+    /// Press a key or chord (Enter, Ctrl+A), optionally on a target.
+    Press {
+        key: String,
+        #[arg(long)]
+        target: Option<String>,
+    },
+    /// Choose option values of a <select>.
+    Select {
+        target: String,
+        #[arg(required = true)]
+        values: Vec<String>,
+    },
+    Hover {
+        target: String,
+    },
+    /// Save a PNG of the active tab (or of one element with --target).
+    Screenshot {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        target: Option<String>,
+    },
+    /// Evaluate JavaScript in the page (if the browser's owner allows it).
+    Evaluate {
+        expression: String,
+    },
+    /// Wait for the tab to reach a load phase.
+    WaitForNavigation {
+        #[arg(long)]
+        wait_until: Option<String>,
+    },
+    /// Hand the page to the person (CAPTCHA, MFA, QR code) and wait for them.
+    RequestHelp {
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        title: Option<String>,
+    },
+    /// Any method with JSON params.
+    Call {
+        method: String,
+        #[arg(long, default_value = "{}")]
+        params: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TabCommand {
+    List {
+        /// user, agent or all.
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    Create {
+        /// (A distinct id: `url` is the global server URL.)
+        #[arg(id = "tab_url", value_name = "URL")]
+        url: Option<String>,
+        #[arg(long)]
+        background: bool,
+    },
+    Close {
+        id: i64,
+    },
+    Select {
+        id: i64,
+    },
+    /// Ask the person to lend one of their tabs (they confirm in the browser).
+    Borrow {
+        id: i64,
+    },
+    Return {
+        id: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod client;
 mod error;
 mod output;
 mod profile;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -73,6 +74,12 @@ fn resolve(global: &Global) -> Result<Profile, CliError> {
     Ok(Profile { url, token })
 }
 
+/// A client for the resolved profile.
+fn connect(global: &Global) -> Result<ApiClient, CliError> {
+    let profile = resolve(global)?;
+    ApiClient::new(&profile.url, &profile.token, global.ca_cert.as_deref())
+}
+
 async fn run(cli: Cli) -> Result<(), CliError> {
     let ca = cli.global.ca_cert.as_deref();
     match cli.command {
@@ -115,10 +122,20 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Admin(cmd) => {
-            let profile = resolve(&cli.global)?;
-            let client = ApiClient::new(&profile.url, &profile.token, ca)?;
-            admin::run(&client, cmd, cli.global.json).await
+        Command::Admin(cmd) => admin::run(&connect(&cli.global)?, cmd, cli.global.json).await,
+        Command::Browsers => tools::browsers(&connect(&cli.global)?, cli.global.json).await,
+        Command::Session(cmd) => tools::session(&connect(&cli.global)?, cmd, cli.global.json).await,
+        Command::Tool(cmd) => {
+            let client = connect(&cli.global)?;
+            let session = cli.global.session.as_deref();
+            tools::tool(
+                &client,
+                session,
+                cli.global.timeout_ms,
+                cmd,
+                cli.global.json,
+            )
+            .await
         }
     }
 }

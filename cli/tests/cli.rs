@@ -3,46 +3,16 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::latchkey;
+
 use std::time::Duration;
 
 use latchkey_protocol::CloseCode;
 use latchkey_protocol::error_code::exit;
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::{Backend, FakeExtension, TestServer};
-use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", self.stdout))
-    }
-}
-
-/// Run `latchkey` with `args` (blocking work off the runtime).
-async fn latchkey(config_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_latchkey"));
-    cmd.env_clear()
-        .env("LATCHKEY_CONFIG_DIR", config_dir)
-        .args(args)
-        .timeout(Duration::from_secs(60));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let output = tokio::task::spawn_blocking(move || cmd.output().expect("run latchkey"))
-        .await
-        .expect("join");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_commands_end_to_end() {

@@ -1,0 +1,364 @@
+//! Agent commands: browsers, sessions, and every tool call, each turned into one
+//! request of the agent API.
+
+use std::path::Path;
+
+use base64::Engine;
+use latchkey_protocol::agent::{
+    BrowserList, CallRequest, CallResult, SessionList, SessionView, StartSessionRequest,
+    StopSessionResult,
+};
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use crate::args::{SessionCommand, TabCommand, ToolCommand};
+use crate::client::ApiClient;
+use crate::error::CliError;
+use crate::output::{opt, table};
+
+const NO_BODY: Option<&Value> = None;
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Config(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+pub async fn browsers(client: &ApiClient, json: bool) -> Result<(), CliError> {
+    let list: BrowserList = client.call(Method::GET, "/v1/browsers", NO_BODY).await?;
+    if json {
+        return print_json(&list);
+    }
+    if list.browsers.is_empty() {
+        println!("no browsers; an admin pairs one with `latchkey admin pair`");
+    }
+    let rows: Vec<Vec<String>> = list
+        .browsers
+        .iter()
+        .map(|b| {
+            vec![
+                b.id.clone(),
+                b.label.clone(),
+                if b.online {
+                    "online".into()
+                } else {
+                    "offline".into()
+                },
+                opt(&b.browser_name),
+                b.sessions.to_string(),
+                opt(&b.last_seen_at),
+                b.expires_at.clone(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "LABEL",
+            "STATE",
+            "BROWSER",
+            "SESSIONS",
+            "LAST SEEN",
+            "EXPIRES",
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Result<(), CliError> {
+    match cmd {
+        SessionCommand::Start {
+            browser,
+            width,
+            height,
+            background,
+            wait_for_browser,
+        } => {
+            let body = StartSessionRequest {
+                browser_id: browser,
+                width,
+                height,
+                focused: background.then_some(false),
+                wait_for_browser_ms: wait_for_browser.map(|s| s.saturating_mul(1000)),
+            };
+            let s: SessionView = client
+                .call(Method::POST, "/v1/sessions", Some(&body))
+                .await?;
+            if json {
+                return print_json(&s);
+            }
+            println!("{}", s.id);
+            eprintln!(
+                "session started on browser {}; use --session {} (or LATCHKEY_SESSION)",
+                s.browser_id, s.id
+            );
+            Ok(())
+        }
+        SessionCommand::Stop { id } => {
+            let r: StopSessionResult = client
+                .call(
+                    Method::DELETE,
+                    &format!("/v1/sessions/{}", segment(&id)),
+                    NO_BODY,
+                )
+                .await?;
+            if json {
+                return print_json(&r);
+            }
+            if r.stopped {
+                println!("session {id} stopped");
+            } else {
+                println!("session {id} is still open: some borrowed tabs could not be returned:");
+                for f in &r.return_failures {
+                    println!("  tab {}: {} ({})", f.tab_id, f.message, f.code);
+                }
+                println!("retry `latchkey session stop {id}`");
+            }
+            Ok(())
+        }
+        SessionCommand::List => {
+            let list: SessionList = client.call(Method::GET, "/v1/sessions", NO_BODY).await?;
+            if json {
+                return print_json(&list);
+            }
+            let rows: Vec<Vec<String>> = list
+                .sessions
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.id.clone(),
+                        s.browser_id.clone(),
+                        s.agent_window_id
+                            .map(|w| w.to_string())
+                            .unwrap_or_else(|| "-".into()),
+                        if s.busy { "busy".into() } else { "idle".into() },
+                        s.last_activity_at.clone(),
+                    ]
+                })
+                .collect();
+            table(
+                &["ID", "BROWSER", "WINDOW", "STATE", "LAST ACTIVITY"],
+                &rows,
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `e12` / `@e12` is an element ref; anything else a CSS selector.
+fn target(t: &str) -> (&'static str, Value) {
+    let bare = t.strip_prefix('@').unwrap_or(t);
+    let is_ref =
+        bare.len() > 1 && bare.starts_with('e') && bare[1..].bytes().all(|b| b.is_ascii_digit());
+    if is_ref {
+        ("ref", json!(bare))
+    } else {
+        ("selector", json!(t))
+    }
+}
+
+fn with_target(mut params: Map<String, Value>, t: &str) -> Map<String, Value> {
+    let (key, value) = target(t);
+    params.insert(key.into(), value);
+    params
+}
+
+fn obj(pairs: &[(&str, Option<Value>)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+/// The method and params a tool command stands for.
+fn request(cmd: &ToolCommand) -> Result<(String, Map<String, Value>), CliError> {
+    let tab = |t: &Option<i64>| t.map(|t| json!(t));
+    let s = |v: &Option<String>| v.as_ref().map(|v| json!(v));
+    Ok(match cmd {
+        ToolCommand::Tab(t) => match t {
+            TabCommand::List { scope } => ("tool.tab_list".into(), obj(&[("scope", s(scope))])),
+            TabCommand::Create { url, background } => (
+                "tool.tab_create".into(),
+                obj(&[
+                    ("url", s(url)),
+                    ("active", background.then_some(json!(false))),
+                ]),
+            ),
+            TabCommand::Close { id } => {
+                ("tool.tab_close".into(), obj(&[("tab_id", Some(json!(id)))]))
+            }
+            TabCommand::Select { id } => (
+                "tool.tab_select".into(),
+                obj(&[("tab_id", Some(json!(id)))]),
+            ),
+            TabCommand::Borrow { id } => (
+                "tool.tab_borrow".into(),
+                obj(&[("tab_id", Some(json!(id)))]),
+            ),
+            TabCommand::Return { id } => (
+                "tool.tab_return".into(),
+                obj(&[("tab_id", Some(json!(id)))]),
+            ),
+        },
+        ToolCommand::Navigate {
+            url,
+            wait_until,
+            tab: t,
+        } => (
+            "tool.navigate".into(),
+            obj(&[
+                ("url", Some(json!(url))),
+                ("wait_until", s(wait_until)),
+                ("tab_id", tab(t)),
+            ]),
+        ),
+        ToolCommand::Back { tab: t } => ("tool.navigate_back".into(), obj(&[("tab_id", tab(t))])),
+        ToolCommand::Forward { tab: t } => {
+            ("tool.navigate_forward".into(), obj(&[("tab_id", tab(t))]))
+        }
+        ToolCommand::Reload { hard, tab: t } => (
+            "tool.reload".into(),
+            obj(&[("hard", hard.then_some(json!(true))), ("tab_id", tab(t))]),
+        ),
+        ToolCommand::Snapshot { max_tokens, tab: t } => (
+            "tool.snapshot".into(),
+            obj(&[
+                ("max_tokens", max_tokens.map(|m| json!(m))),
+                ("tab_id", tab(t)),
+            ]),
+        ),
+        ToolCommand::Click { target: t } => ("tool.click".into(), with_target(Map::new(), t)),
+        ToolCommand::Hover { target: t } => ("tool.hover".into(), with_target(Map::new(), t)),
+        ToolCommand::Fill { target: t, value } => (
+            "tool.fill".into(),
+            with_target(obj(&[("value", Some(json!(value)))]), t),
+        ),
+        ToolCommand::Press { key, target: t } => {
+            let params = obj(&[("key", Some(json!(key)))]);
+            (
+                "tool.press".into(),
+                match t {
+                    Some(t) => with_target(params, t),
+                    None => params,
+                },
+            )
+        }
+        ToolCommand::Select { target: t, values } => (
+            "tool.select".into(),
+            with_target(obj(&[("values", Some(json!(values)))]), t),
+        ),
+        ToolCommand::Screenshot { target: t, .. } => (
+            "tool.screenshot".into(),
+            match t {
+                Some(t) => with_target(Map::new(), t),
+                None => Map::new(),
+            },
+        ),
+        ToolCommand::Evaluate { expression } => (
+            "tool.evaluate".into(),
+            obj(&[("expression", Some(json!(expression)))]),
+        ),
+        ToolCommand::WaitForNavigation { wait_until } => (
+            "tool.wait_for_navigation".into(),
+            obj(&[("wait_until", s(wait_until))]),
+        ),
+        ToolCommand::RequestHelp { reason, title } => (
+            "tool.request_help".into(),
+            obj(&[("prompt", Some(json!(reason))), ("title", s(title))]),
+        ),
+        ToolCommand::Call { method, params } => {
+            let value: Value = serde_json::from_str(params)
+                .map_err(|e| CliError::Config(format!("--params is not JSON: {e}")))?;
+            let Value::Object(map) = value else {
+                return Err(CliError::Config("--params must be a JSON object".into()));
+            };
+            (method.clone(), map)
+        }
+    })
+}
+
+pub async fn tool(
+    client: &ApiClient,
+    session: Option<&str>,
+    timeout_ms: Option<u64>,
+    cmd: ToolCommand,
+    json: bool,
+) -> Result<(), CliError> {
+    let session = session.ok_or_else(|| {
+        CliError::Config("this command needs --session ID (or LATCHKEY_SESSION); start one with `latchkey session start`".into())
+    })?;
+    let (method, params) = request(&cmd)?;
+    let body = CallRequest {
+        method,
+        params: Some(Value::Object(params)),
+        timeout_ms,
+    };
+    let path = format!("/v1/sessions/{}/calls", segment(session));
+    let CallResult { result } = client.call(Method::POST, &path, Some(&body)).await?;
+    if let ToolCommand::Screenshot { out, .. } = &cmd {
+        save_png(&result, out)?;
+        if json {
+            let mut summary = result.clone();
+            if let Some(m) = summary.as_object_mut() {
+                m.remove("image_base64");
+                m.insert("saved_to".into(), json!(out));
+            }
+            return print_json(&summary);
+        }
+        println!(
+            "saved {} ({}x{})",
+            out.display(),
+            result["width"],
+            result["height"]
+        );
+        return Ok(());
+    }
+    if json {
+        return print_json(&result);
+    }
+    match (&cmd, result.get("text").and_then(Value::as_str)) {
+        (ToolCommand::Snapshot { .. }, Some(text)) => println!("{text}"),
+        _ => print_json(&result)?,
+    }
+    Ok(())
+}
+
+fn save_png(result: &Value, out: &Path) -> Result<(), CliError> {
+    let data = result
+        .get("image_base64")
+        .and_then(Value::as_str)
+        .ok_or_else(|| CliError::Connection("the screenshot result has no image".into()))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| CliError::Connection(format!("the screenshot is not base64: {e}")))?;
+    std::fs::write(out, bytes)
+        .map_err(|e| CliError::Config(format!("cannot write {}: {e}", out.display())))
+}
+
+/// Ids go into the URL path; anything but id characters is percent-encoded away.
+pub fn segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_and_selectors() {
+        assert_eq!(target("e12"), ("ref", json!("e12")));
+        assert_eq!(target("@e3"), ("ref", json!("e3")));
+        assert_eq!(target("#login"), ("selector", json!("#login")));
+        assert_eq!(target("email"), ("selector", json!("email")));
+        assert_eq!(target("e"), ("selector", json!("e")));
+    }
+}
