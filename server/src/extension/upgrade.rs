@@ -16,6 +16,7 @@ use crate::app::AppState;
 use crate::auth::secret;
 use crate::config::is_extension_id;
 use crate::limits::client_ip::client_ip;
+use crate::store::DeviceRecord;
 
 /// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
 fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> {
@@ -54,6 +55,25 @@ fn auth_subprotocol(headers: &HeaderMap) -> Result<(HeaderValue, &str), Refusal>
     Ok((echo, token))
 }
 
+/// The device whose current token is the offered `bsk-auth.` subprotocol.
+async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(DeviceRecord, HeaderValue), Refusal> {
+    let (echo, token) = auth_subprotocol(headers)?;
+    let hash = secret::hash(token);
+    match state.store.device_by_token_hash(&hash).await {
+        Ok(Some(d)) if secret::ct_eq(&d.token_hash, &hash) && d.is_live(state.clock.now_ms()) => {
+            Ok((d, echo))
+        }
+        Ok(_) => Err(Refusal::UNAUTHORIZED),
+        Err(e) => {
+            debug!(error = %e, "store error during upgrade");
+            Err(Refusal::STORE_BUSY)
+        }
+    }
+}
+
 pub async fn extension_socket(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -70,17 +90,16 @@ pub async fn extension_socket(
     if let Err(r) = check_origin(&headers, &state.config.allowed_extension_ids) {
         return r.into_response();
     }
-    let (echo, token) = match auth_subprotocol(&headers) {
-        Ok(v) => v,
-        Err(r) => return r.into_response(),
-    };
-    let hash = secret::hash(token);
-    let device = match state.store.device_by_token_hash(&hash).await {
-        Ok(Some(d)) if secret::ct_eq(&d.token_hash, &hash) && d.is_live(state.clock.now_ms()) => d,
-        Ok(_) => return Refusal::UNAUTHORIZED.into_response(),
-        Err(e) => {
-            debug!(error = %e, "store error during upgrade");
-            return Refusal::STORE_BUSY.into_response();
+    let offers_protocol = headers.contains_key(header::SEC_WEBSOCKET_PROTOCOL);
+    let (device, echo) = if state.config.local && !offers_protocol {
+        match super::local::local_device(&state, &headers, peer).await {
+            Ok(d) => (d, None),
+            Err(r) => return r.into_response(),
+        }
+    } else {
+        match authenticate(&state, &headers).await {
+            Ok((d, echo)) => (d, Some(echo)),
+            Err(r) => return r.into_response(),
         }
     };
     let client = client_ip(peer, &headers, &state.config.trusted_proxies);
@@ -88,7 +107,9 @@ pub async fn extension_socket(
     let mut ws = ws
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes);
-    ws.set_selected_protocol(echo);
+    if let Some(echo) = echo {
+        ws.set_selected_protocol(echo);
+    }
     let tracker = state.tasks.clone();
     ws.on_upgrade(move |socket| {
         tracker.track_future(crate::router::connection::run(

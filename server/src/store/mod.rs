@@ -151,6 +151,13 @@ pub trait Store: Send + Sync + 'static {
         tenant_id: &str,
         now: i64,
     ) -> Result<(Vec<String>, u64), StoreError>;
+    /// Local mode: create the device for a local extension, or extend its grant if it
+    /// exists (a revoked one stays revoked). Returns the stored row.
+    async fn ensure_local_device(
+        &self,
+        tenant_id: &str,
+        device: &NewDevice,
+    ) -> Result<DeviceRecord, StoreError>;
     /// Record what the handshake told us and when the device was last seen.
     async fn record_device_seen(
         &self,

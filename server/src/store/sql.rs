@@ -348,6 +348,30 @@ macro_rules! impl_sql_store {
                 Ok((ids.into_iter().map(|(id,)| id).collect(), voided))
             }
 
+            async fn ensure_local_device(
+                &self,
+                tenant_id: &str,
+                d: &$crate::store::NewDevice,
+            ) -> Result<$crate::store::DeviceRecord, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let device = sqlx::query_as(concat!(
+                    "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after) \
+                     VALUES ($1, $2, $3, 'local', $4, $5, $6, $7) \
+                     ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, renew_after = excluded.renew_after \
+                     WHERE device.tenant_id = excluded.tenant_id RETURNING ", device_columns!(), ""))
+                .bind(&d.id)
+                .bind(tenant_id)
+                .bind(&d.label)
+                .bind(d.created_at)
+                .bind(&d.token_hash)
+                .bind(d.expires_at)
+                .bind(d.renew_after)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                device.ok_or_else(|| $crate::store::StoreError::Conflict("device id belongs to another tenant".into()))
+            }
+
             async fn record_device_seen(
                 &self,
                 tenant_id: &str,
