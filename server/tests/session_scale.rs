@@ -310,3 +310,68 @@ async fn the_in_flight_cap_refuses_with_retry_after() {
     assert_eq!(hangs(), 2, "nothing was queued or forwarded");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replacement_fails_in_flight_calls_and_ends_sessions() {
+    let server = hundred_server(Backend::Sqlite)
+        .start()
+        .await
+        .expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let mut ext = server.new_extension().await.expect("ext");
+    ext.pair().await.expect("pair");
+    let old = FakeBrowser::serve(
+        ext.connect_online().await.expect("online"),
+        Arc::new(|r| (r.method == "tool.hang").then_some(Action::Never)),
+    );
+    let mut calls = Vec::new();
+    for _ in 0..100 {
+        let s = agent.start(None).await.expect("start");
+        let agent = agent.clone();
+        calls.push(tokio::spawn(async move {
+            agent
+                .call(&s.id, "tool.hang", json!({}))
+                .await
+                .expect("call")
+        }));
+    }
+    let hangs = || {
+        old.received_methods()
+            .iter()
+            .filter(|m| *m == "tool.hang")
+            .count()
+    };
+    assert!(wait_until(DEADLINE, || async { hangs() == 100 }).await);
+
+    // The same device connects again: the new socket replaces the old one.
+    let _new = FakeBrowser::serve_default(ext.connect_online().await.expect("new socket"));
+    for c in calls {
+        let r = tokio::time::timeout(Duration::from_secs(5), c)
+            .await
+            .expect("answered")
+            .expect("join");
+        assert_eq!((r.status, r.code()), (502, "browser_disconnected"));
+    }
+    assert!(
+        wait_until(DEADLINE, || async {
+            agent
+                .sessions()
+                .await
+                .map(|l| l.sessions.is_empty())
+                .unwrap_or(false)
+        })
+        .await
+    );
+    let s = agent
+        .start(None)
+        .await
+        .expect("a session on the new socket");
+    assert!(
+        agent
+            .call(&s.id, "tool.snapshot", json!({}))
+            .await
+            .expect("call")
+            .is_ok()
+    );
+    server.stop().await;
+}
