@@ -3,18 +3,17 @@
 //! `revoke`: N devices paired and online; revoke them one at a time and time each
 //! from the admin's DELETE to the device seeing the Close frame (the figure the
 //! gateway-foundation issue promises: p99 under 5 ms with 1,000 live devices).
-//! `quick`: the same with a handful of devices, for CI; it fails only on errors.
+//! `latency`: one relayed call at a time on latchkeyd and on a bare relay, side by side.
+//! `quick`: small runs of each, for CI; it fails only on errors.
 
 #![allow(clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+mod latency;
+mod relay;
+mod revoke;
+mod stats;
 
-use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use futures_util::future::try_join_all;
-use latchkey_protocol::CloseCode;
-use latchkey_testkit::extension::Ended;
-use latchkey_testkit::{Backend, TestServer};
 
 #[derive(Debug, Parser)]
 #[command(name = "latchkey-load")]
@@ -39,122 +38,15 @@ enum Scenario {
         #[arg(long)]
         json: Option<std::path::PathBuf>,
     },
+    /// Added latency of one relayed call, against a bare relay.
+    Latency {
+        #[arg(long, default_value_t = 5000)]
+        calls: usize,
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+    },
     /// A small run for CI: checks for errors only.
     Quick,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct RevokeReport {
-    scenario: &'static str,
-    backend: &'static str,
-    devices: usize,
-    samples: usize,
-    p50_us: u128,
-    p90_us: u128,
-    p99_us: u128,
-    max_us: u128,
-    setup_secs: f64,
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(idx).copied().unwrap_or_default()
-}
-
-async fn revoke(devices: usize, samples: usize, postgres: bool) -> anyhow::Result<RevokeReport> {
-    if samples > devices {
-        bail!("samples must not exceed devices");
-    }
-    let backend = if postgres {
-        Backend::postgres()
-            .await
-            .context("PostgreSQL not reachable")?
-    } else {
-        Backend::Sqlite
-    };
-    let backend_name = backend.name();
-    let server = TestServer::builder(backend)
-        .limits(|l| {
-            l.authorize_per_minute = 60_000;
-            l.max_unused_pairings = u32::try_from(devices).unwrap_or(u32::MAX);
-        })
-        .without_log_capture()
-        .start()
-        .await?;
-    let setup = Instant::now();
-    // Pair and connect in batches so setup does not become its own storm.
-    let mut sockets = Vec::with_capacity(devices);
-    let mut ids = Vec::with_capacity(devices);
-    for chunk in (0..devices).collect::<Vec<_>>().chunks(50) {
-        let batch = try_join_all(chunk.iter().map(|_| async {
-            let mut ext = server.new_extension().await?;
-            let grant = ext.pair().await?;
-            let socket = ext.connect_online().await?;
-            anyhow::Ok((grant.device_id, socket))
-        }))
-        .await?;
-        for (id, socket) in batch {
-            ids.push(id);
-            sockets.push(socket);
-        }
-    }
-    let setup_secs = setup.elapsed().as_secs_f64();
-    let admin = server.admin();
-    let mut latencies = Vec::with_capacity(samples);
-    for (id, socket) in ids.iter().zip(sockets.iter_mut()).take(samples) {
-        let start = Instant::now();
-        let (revoked, ended) =
-            tokio::join!(admin.revoke(id), socket.ended(Duration::from_secs(10)));
-        let elapsed = start.elapsed();
-        revoked?;
-        let ended = ended?;
-        if ended != Ended::Closed(CloseCode::Revoked.code()) {
-            bail!("device {id} ended with {ended:?}, not revoked");
-        }
-        latencies.push(elapsed);
-    }
-    latencies.sort();
-    server.stop().await;
-    Ok(RevokeReport {
-        scenario: "revoke",
-        backend: backend_name,
-        devices,
-        samples,
-        p50_us: percentile(&latencies, 0.50).as_micros(),
-        p90_us: percentile(&latencies, 0.90).as_micros(),
-        p99_us: percentile(&latencies, 0.99).as_micros(),
-        max_us: latencies.last().copied().unwrap_or_default().as_micros(),
-        setup_secs,
-    })
-}
-
-fn ms(us: u128) -> String {
-    format!("{:.2}ms", us as f64 / 1000.0)
-}
-
-fn print(report: &RevokeReport) {
-    println!("scenario  backend   devices  samples  p50       p90       p99       max");
-    let cells = [
-        report.scenario.to_string(),
-        report.backend.to_string(),
-        report.devices.to_string(),
-        report.samples.to_string(),
-        ms(report.p50_us),
-        ms(report.p90_us),
-        ms(report.p99_us),
-        ms(report.max_us),
-    ];
-    let widths = [9, 9, 8, 8, 9, 9, 9, 0];
-    let line: Vec<String> = cells
-        .iter()
-        .zip(widths)
-        .map(|(c, w)| format!("{c:<w$}"))
-        .collect();
-    println!("{}", line.join(" ").trim_end());
-    println!(
-        "(setup: {:.1}s to pair and connect {} devices)",
-        report.setup_secs, report.devices
-    );
 }
 
 #[tokio::main]
@@ -167,15 +59,22 @@ async fn main() -> anyhow::Result<()> {
             postgres,
             json,
         } => {
-            let report = revoke(devices, samples, postgres).await?;
-            print(&report);
+            let report = revoke::revoke(devices, samples, postgres).await?;
+            revoke::print(&report);
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
+            }
+        }
+        Scenario::Latency { calls, json } => {
+            let report = latency::run(calls).await?;
+            latency::print(&report);
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
             }
         }
         Scenario::Quick => {
-            let report = revoke(20, 20, false).await?;
-            print(&report);
+            revoke::print(&revoke::revoke(20, 20, false).await?);
+            latency::print(&latency::run(200).await?);
         }
     }
     Ok(())

@@ -399,3 +399,52 @@ async fn browser_choice() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reply_never_reaches_another_caller() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let script: Script = Arc::new(|r| match r.method.as_str() {
+        // Finishes after the deadline and ignores the cancel (the work was done).
+        "tool.late" => Some(Action::Stubborn(
+            Duration::from_millis(500),
+            Box::new(Action::Reply(json!({"late": true}))),
+        )),
+        _ => None,
+    });
+    let (_device, browser) = server.new_browser(script).await.expect("browser");
+    let s = agent.start(None).await.expect("start");
+    let call = CallRequest {
+        method: "tool.late".into(),
+        params: Some(json!({})),
+        timeout_ms: Some(100),
+    };
+    let r = agent.call_with(&s.id, &call).await.expect("call");
+    assert_eq!(r.code(), "timeout");
+    // Until the late answer (or the grace) the session stays busy.
+    let busy = agent
+        .call(&s.id, "tool.snapshot", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(busy.reason(), "session_busy");
+    assert!(wait_received(&browser, "cancel", 1).await);
+    // Once free, every answer is the caller's own.
+    assert!(
+        wait_until(DEADLINE, || async {
+            let r = agent
+                .call(&s.id, "tool.snapshot", json!({"n": 1}))
+                .await
+                .expect("call");
+            if r.is_ok() {
+                assert!(
+                    r.result().get("late").is_none(),
+                    "a late reply reached another caller"
+                );
+                assert_eq!(r.result()["echo"]["n"], 1);
+            }
+            r.is_ok()
+        })
+        .await
+    );
+    server.stop().await;
+}

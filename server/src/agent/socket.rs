@@ -5,18 +5,19 @@
 //! Closing the socket cancels every call it has in flight.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
+use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
 use latchkey_protocol::{
     ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame, SuccessFrame,
 };
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span};
 
@@ -92,6 +93,20 @@ pub async fn upgrade(
     .into_response()
 }
 
+/// Requests still running, by the agent's id: the task and whether it was answered.
+type Running = HashMap<String, (JoinHandle<()>, Arc<AtomicBool>)>;
+
+/// The socket's write half, shared by the tasks answering requests: each answer is
+/// written by the task that produced it, with no extra hop.
+#[derive(Clone)]
+struct Outgoing(Arc<tokio::sync::Mutex<SplitSink<WebSocket, Message>>>);
+
+impl Outgoing {
+    async fn send(&self, text: String) -> Result<(), axum::Error> {
+        self.0.lock().await.send(Message::Text(text.into())).await
+    }
+}
+
 fn reply(id: &str, result: Result<Value, ErrorBody>) -> String {
     match result {
         Ok(result) => Frame::Success(SuccessFrame {
@@ -122,16 +137,9 @@ fn event_frame(event: &SessionEvent) -> String {
 }
 
 async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSlot) {
-    let (mut sink, mut stream) = socket.split();
-    let (out_tx, mut out_rx) = mpsc::channel::<String>(256);
-    let running: Arc<Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
-    let writer = tokio::spawn(async move {
-        while let Some(text) = out_rx.recv().await {
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (sink, mut stream) = socket.split();
+    let out_tx = Outgoing(Arc::new(tokio::sync::Mutex::new(sink)));
+    let running: Arc<Mutex<Running>> = Arc::default();
     let shutdown = state.shutdown.clone();
     loop {
         let msg = tokio::select! {
@@ -168,10 +176,12 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
                 .as_ref()
                 .and_then(|p| p.get("rpc_id"))
                 .and_then(Value::as_str);
-            let task =
+            let entry =
                 target.and_then(|t| running.lock().unwrap_or_else(|p| p.into_inner()).remove(t));
-            let cancelled = task.is_some();
-            if let (Some(task), Some(target)) = (task, target) {
+            // Whoever claims `answered` first answers the request: exactly once.
+            let claimed = entry.filter(|(_, answered)| !answered.swap(true, Ordering::SeqCst));
+            let cancelled = claimed.is_some();
+            if let (Some((task, _)), Some(target)) = (claimed, target) {
                 // Aborting drops the call: a forwarded call sends `cancel` to the
                 // extension; one not yet forwarded sends nothing.
                 task.abort();
@@ -183,41 +193,51 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
                 .await;
             continue;
         }
-        let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, t| !t.is_finished());
-        if map.contains_key(&request.id) {
+        let duplicate = {
+            let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
+            map.retain(|_, (t, _)| !t.is_finished());
+            map.contains_key(&request.id)
+        };
+        if duplicate {
             let e = ErrorBody::new(
                 ErrorCode::InvalidRequest,
                 "a request with this id is still running",
             );
-            let _ = out_tx.try_send(reply(&request.id, Err(e)));
+            let _ = out_tx.send(reply(&request.id, Err(e))).await;
             continue;
         }
         let id = request.id.clone();
         let (state, p, out, running_ref) =
             (state.clone(), p.clone(), out_tx.clone(), running.clone());
+        let answered = Arc::new(AtomicBool::new(false));
+        let answered_by_task = answered.clone();
         let task = tokio::spawn(async move {
             let request_id = request.id.clone();
             let result = handle(&state, &p, request, &out).await;
+            if answered_by_task.swap(true, Ordering::SeqCst) {
+                return;
+            }
             running_ref
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&request_id);
             let _ = out.send(reply(&request_id, result)).await;
         });
-        map.insert(id, task);
+        running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, (task, answered));
     }
     // The agent is gone: cancel everything it still has in flight.
     let tasks: Vec<JoinHandle<()>> = running
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .drain()
-        .map(|(_, t)| t)
+        .map(|(_, (t, _))| t)
         .collect();
     for t in tasks {
         t.abort();
     }
-    writer.abort();
     debug!("agent socket closed");
 }
 
@@ -236,7 +256,7 @@ async fn handle(
     state: &AppState,
     p: &Principal,
     request: RequestFrame,
-    out: &mpsc::Sender<String>,
+    out: &Outgoing,
 ) -> Result<Value, ErrorBody> {
     match request.method.as_str() {
         "browser.list" => {

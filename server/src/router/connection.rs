@@ -374,8 +374,11 @@ impl Connection {
         let Some((link, mut outbox)) = self.link.take() else {
             return End::close(CloseCode::InternalError, "no link after handshake");
         };
+        // Armed once and re-armed only when the grant or the clock changes, so the
+        // per-frame path creates no timers.
+        let expiry = sleep(self.state.clock.until(self.device.expires_at));
+        tokio::pin!(expiry);
         let end = loop {
-            let expiry = sleep(self.state.clock.until(self.device.expires_at));
             tokio::select! {
                 Some(text) = outbox.recv() => {
                     // Nothing more goes out once the link is closed (revocation).
@@ -417,8 +420,9 @@ impl Connection {
                     if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
                         break end;
                     }
+                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
                 }
-                _ = expiry => {
+                _ = &mut expiry => {
                     // The grant may have been renewed since we last read it.
                     if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
                         break end;
@@ -426,8 +430,11 @@ impl Connection {
                     if self.device.expires_at <= self.state.clock.now_ms() {
                         break End::close(CloseCode::Expired, "grant expired");
                     }
+                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
                 }
-                _ = clock_rx.changed() => {}
+                _ = clock_rx.changed() => {
+                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
+                }
             }
         };
         self.link = Some((link, outbox));

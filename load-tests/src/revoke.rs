@@ -1,0 +1,121 @@
+//! Revoke → Close latency with N live devices: each sample is timed from the admin's
+//! `DELETE /v1/admin/devices/{id}` being sent to the device receiving Close 4001.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures_util::future::try_join_all;
+use latchkey_protocol::CloseCode;
+use latchkey_testkit::extension::Ended;
+use latchkey_testkit::{Backend, TestServer};
+
+use crate::stats::{ms, percentile};
+
+#[derive(Debug, serde::Serialize)]
+pub struct RevokeReport {
+    scenario: &'static str,
+    backend: &'static str,
+    devices: usize,
+    samples: usize,
+    p50_us: u128,
+    p90_us: u128,
+    p99_us: u128,
+    max_us: u128,
+    setup_secs: f64,
+}
+
+pub async fn revoke(
+    devices: usize,
+    samples: usize,
+    postgres: bool,
+) -> anyhow::Result<RevokeReport> {
+    if samples > devices {
+        bail!("samples must not exceed devices");
+    }
+    let backend = if postgres {
+        Backend::postgres()
+            .await
+            .context("PostgreSQL not reachable")?
+    } else {
+        Backend::Sqlite
+    };
+    let backend_name = backend.name();
+    let server = TestServer::builder(backend)
+        .limits(|l| {
+            l.authorize_per_minute = 60_000;
+            l.max_unused_pairings = u32::try_from(devices).unwrap_or(u32::MAX);
+        })
+        .without_log_capture()
+        .start()
+        .await?;
+    let setup = Instant::now();
+    // Pair and connect in batches so setup does not become its own storm.
+    let mut sockets = Vec::with_capacity(devices);
+    let mut ids = Vec::with_capacity(devices);
+    for chunk in (0..devices).collect::<Vec<_>>().chunks(50) {
+        let batch = try_join_all(chunk.iter().map(|_| async {
+            let mut ext = server.new_extension().await?;
+            let grant = ext.pair().await?;
+            let socket = ext.connect_online().await?;
+            anyhow::Ok((grant.device_id, socket))
+        }))
+        .await?;
+        for (id, socket) in batch {
+            ids.push(id);
+            sockets.push(socket);
+        }
+    }
+    let setup_secs = setup.elapsed().as_secs_f64();
+    let admin = server.admin();
+    let mut latencies = Vec::with_capacity(samples);
+    for (id, socket) in ids.iter().zip(sockets.iter_mut()).take(samples) {
+        let start = Instant::now();
+        let (revoked, ended) =
+            tokio::join!(admin.revoke(id), socket.ended(Duration::from_secs(10)));
+        let elapsed = start.elapsed();
+        revoked?;
+        let ended = ended?;
+        if ended != Ended::Closed(CloseCode::Revoked.code()) {
+            bail!("device {id} ended with {ended:?}, not revoked");
+        }
+        latencies.push(elapsed);
+    }
+    latencies.sort();
+    server.stop().await;
+    Ok(RevokeReport {
+        scenario: "revoke",
+        backend: backend_name,
+        devices,
+        samples,
+        p50_us: percentile(&latencies, 0.50).as_micros(),
+        p90_us: percentile(&latencies, 0.90).as_micros(),
+        p99_us: percentile(&latencies, 0.99).as_micros(),
+        max_us: latencies.last().copied().unwrap_or_default().as_micros(),
+        setup_secs,
+    })
+}
+
+pub fn print(report: &RevokeReport) {
+    println!("scenario  backend   devices  samples  p50       p90       p99       max");
+    let cells = [
+        report.scenario.to_string(),
+        report.backend.to_string(),
+        report.devices.to_string(),
+        report.samples.to_string(),
+        ms(report.p50_us),
+        ms(report.p90_us),
+        ms(report.p99_us),
+        ms(report.max_us),
+    ];
+    let widths = [9, 9, 8, 8, 9, 9, 9, 0];
+    let line: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .map(|(c, w)| format!("{c:<w$}"))
+        .collect();
+    println!("{}", line.join(" ").trim_end());
+    println!(
+        "(setup: {:.1}s to pair and connect {} devices)",
+        report.setup_secs, report.devices
+    );
+}
