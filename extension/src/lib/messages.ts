@@ -1,0 +1,37 @@
+// Messages between the popup and the service worker.
+
+import type { Status } from './gateway';
+
+export type Request =
+  | { type: 'status' }
+  | { type: 'pair'; link: string }
+  | { type: 'disconnect' }
+  | { type: 'connect' }
+  | { type: 'forget' };
+
+export interface StatusView {
+  status: Status;
+  host?: string;
+  deviceId?: string;
+  label?: string;
+  expiresAt?: string;
+  renewAfter?: string;
+  renewal?: string;
+  sessions: number;
+}
+
+export type Reply = StatusView | { ok: boolean; message: string };
+
+/** Human text for each status, also the accessible label. */
+export const STATUS_TEXT: Record<Status, string> = {
+  unpaired: 'Not paired',
+  connecting: 'Connecting…',
+  connected: 'Connected',
+  offline: 'Offline, retrying',
+  renewing: 'Renewing access',
+  rejected: 'Access rejected, pair again',
+  expired: 'Access expired, pair again',
+  revoked: 'Access revoked by your admin, pair again',
+  replaced: 'Connected from another window of this browser profile',
+  disconnected: 'Disconnected (paired; not connecting)',
+};

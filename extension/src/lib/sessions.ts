@@ -1,0 +1,55 @@
+// Agent sessions in this browser: each is one Agent Window (AW). Lives in the
+// service worker's memory; every session is torn down when the connection drops
+// (contract §4: nothing survives a reconnect).
+
+export interface Borrowed {
+  originalWindowId: number;
+  originalIndex: number;
+}
+
+export interface AgentSession {
+  id: string;
+  windowId: number;
+  /** Tabs this session borrowed from the person, by tab id. */
+  borrowed: Map<number, Borrowed>;
+}
+
+export class Sessions {
+  private readonly byId = new Map<string, AgentSession>();
+
+  get(id: string): AgentSession | undefined {
+    return this.byId.get(id);
+  }
+
+  add(session: AgentSession): void {
+    this.byId.set(session.id, session);
+  }
+
+  remove(id: string): void {
+    this.byId.delete(id);
+  }
+
+  byWindow(windowId: number): AgentSession | undefined {
+    for (const s of this.byId.values()) if (s.windowId === windowId) return s;
+    return undefined;
+  }
+
+  /** Whether `windowId` is any session's Agent Window. */
+  isAgentWindow(windowId: number): boolean {
+    return this.byWindow(windowId) !== undefined;
+  }
+
+  /** The session that borrowed `tabId`, if any. */
+  borrowerOf(tabId: number): AgentSession | undefined {
+    for (const s of this.byId.values()) if (s.borrowed.has(tabId)) return s;
+    return undefined;
+  }
+
+  all(): AgentSession[] {
+    return [...this.byId.values()];
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+}

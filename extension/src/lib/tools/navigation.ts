@@ -1,0 +1,131 @@
+// Navigation and waits (contract §7.4), on chrome.webNavigation events of the main
+// frame: commit → onCommitted, domcontentloaded → onDOMContentLoaded, load →
+// onCompleted, networkidle → load plus a quiet period. A lifecycle timeout is a
+// success with `reached: "timeout"`.
+
+import { browser } from 'wxt/browser';
+import { invalid, ToolError } from '../errors';
+import { checkpoint, type Params } from '../dispatcher';
+import type { Sessions } from '../sessions';
+import { optBool, optStr, optUint, scopedTab, sessionOf, str } from './params';
+
+export type Phase = 'commit' | 'domcontentloaded' | 'load' | 'networkidle';
+const ORDER: Phase[] = ['commit', 'domcontentloaded', 'load', 'networkidle'];
+const NETWORK_IDLE_QUIET_MS = 500;
+
+export function phaseOf(p: Params): Phase {
+  const v = optStr(p, 'wait_until') ?? 'load';
+  if (!(ORDER as string[]).includes(v)) throw invalid('wait_until must be load, domcontentloaded, networkidle or commit');
+  return v as Phase;
+}
+
+function timeoutOf(p: Params, fallback: number): number {
+  return optUint(p, 'timeout_ms', 1) ?? fallback;
+}
+
+interface Reached {
+  reached: Phase | 'timeout';
+  error_text?: string;
+}
+
+/** Resolve when the tab's main frame reaches `phase` (after `trigger` runs). */
+export function waitForPhase(
+  tabId: number,
+  phase: Phase,
+  timeoutMs: number,
+  signal: AbortSignal,
+  trigger: () => Promise<unknown>,
+): Promise<Reached> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const target = ORDER.indexOf(phase === 'networkidle' ? 'load' : phase);
+    const finish = (r: Reached | Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      browser.webNavigation.onCommitted.removeListener(onCommitted);
+      browser.webNavigation.onDOMContentLoaded.removeListener(onDom);
+      browser.webNavigation.onCompleted.removeListener(onCompleted);
+      browser.webNavigation.onErrorOccurred.removeListener(onError);
+      signal.removeEventListener('abort', onAbort);
+      if (r instanceof Error) reject(r);
+      else resolve(r);
+    };
+    const reached = (p: Phase) => {
+      if (ORDER.indexOf(p) < target) return;
+      if (phase === 'networkidle') {
+        setTimeout(() => finish({ reached: 'networkidle' }), NETWORK_IDLE_QUIET_MS);
+      } else {
+        finish({ reached: phase });
+      }
+    };
+    const main = (d: { tabId: number; frameId: number }) => d.tabId === tabId && d.frameId === 0;
+    const onCommitted = (d: { tabId: number; frameId: number }) => main(d) && reached('commit');
+    const onDom = (d: { tabId: number; frameId: number }) => main(d) && reached('domcontentloaded');
+    const onCompleted = (d: { tabId: number; frameId: number }) => main(d) && reached('load');
+    const onError = (d: { tabId: number; frameId: number; error: string }) => {
+      if (main(d)) finish(new ToolError('cdp_failed', `Page.navigate rejected: ${d.error}`));
+    };
+    const onAbort = () => finish(new ToolError('cancelled', 'rpc aborted by daemon cancel'));
+    const timer = setTimeout(() => finish({ reached: 'timeout', error_text: `${phase} not reached within ${timeoutMs} ms` }), timeoutMs);
+    browser.webNavigation.onCommitted.addListener(onCommitted);
+    browser.webNavigation.onDOMContentLoaded.addListener(onDom);
+    browser.webNavigation.onCompleted.addListener(onCompleted);
+    browser.webNavigation.onErrorOccurred.addListener(onError);
+    signal.addEventListener('abort', onAbort);
+    trigger().catch((e: unknown) => finish(e instanceof Error ? e : new Error(String(e))));
+  });
+}
+
+export async function navigate(p: Params, sessions: Sessions, signal: AbortSignal): Promise<unknown> {
+  const session = sessionOf(p, sessions, 'tool.navigate');
+  const url = str(p, 'url', 'tool.navigate');
+  const phase = phaseOf(p);
+  const tab = await scopedTab(p, session, sessions);
+  checkpoint(signal);
+  const tabId = tab.id as number;
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, () => browser.tabs.update(tabId, { url }));
+  const after = await browser.tabs.get(tabId);
+  return { tab_id: tabId, url, ...(after.url ? { final_url: after.url } : {}), ...r };
+}
+
+async function history(p: Params, sessions: Sessions, signal: AbortSignal, tool: string, step: 'back' | 'forward' | 'reload'): Promise<unknown> {
+  const session = sessionOf(p, sessions, tool);
+  const phase = phaseOf(p);
+  const tab = await scopedTab(p, session, sessions);
+  const tabId = tab.id as number;
+  const previous = tab.url;
+  const hard = optBool(p, 'hard', false);
+  const trigger = async () => {
+    try {
+      if (step === 'back') await browser.tabs.goBack(tabId);
+      else if (step === 'forward') await browser.tabs.goForward(tabId);
+      else await browser.tabs.reload(tabId, { bypassCache: hard });
+    } catch (e) {
+      throw invalid(e instanceof Error ? e.message : 'no history entry to move to');
+    }
+  };
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 15_000), signal, trigger);
+  const after = await browser.tabs.get(tabId);
+  return {
+    tab_id: tabId,
+    ...(previous ? { previous_url: previous } : {}),
+    ...(after.url ? { final_url: after.url } : {}),
+    ...r,
+  };
+}
+
+export const navigateBack = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.navigate_back', 'back');
+export const navigateForward = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.navigate_forward', 'forward');
+export const reload = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.reload', 'reload');
+
+export async function waitForNavigation(p: Params, sessions: Sessions, signal: AbortSignal): Promise<unknown> {
+  const session = sessionOf(p, sessions, 'tool.wait_for_navigation');
+  const phase = phaseOf(p);
+  const tab = await scopedTab(p, session, sessions);
+  const tabId = tab.id as number;
+  // Already there: a loaded page has passed every phase up to load.
+  if (tab.status === 'complete' && phase !== 'networkidle') return { tab_id: tabId, reached: phase };
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined);
+  return { tab_id: tabId, ...r };
+}

@@ -1,0 +1,60 @@
+// tool.session_start / tool.session_stop (contract §6.1).
+
+import { browser } from 'wxt/browser';
+import { invalid, ToolError } from '../errors';
+import type { Params } from '../dispatcher';
+import type { Sessions } from '../sessions';
+import { optBool, optUint, sessionOf, str } from './params';
+import { returnTab } from './tabs';
+
+const SIZE_MIN = 100;
+const SIZE_MAX = 7680;
+
+export async function sessionStart(p: Params, sessions: Sessions): Promise<unknown> {
+  const sessionId = str(p, 'session_id', 'tool.session_start');
+  const width = optUint(p, 'width');
+  const height = optUint(p, 'height');
+  if ((width === undefined) !== (height === undefined)) throw invalid('width and height go together');
+  for (const v of [width, height]) {
+    if (v !== undefined && (v < SIZE_MIN || v > SIZE_MAX)) throw invalid(`window size must be ${SIZE_MIN}..=${SIZE_MAX}`);
+  }
+  const focused = optBool(p, 'focused', true);
+  if (sessions.get(sessionId)) throw new ToolError('protocol_error', `session ${sessionId} already exists`);
+  const created = await browser.windows.create({
+    url: 'about:blank',
+    type: 'normal',
+    focused,
+    ...(width !== undefined && height !== undefined ? { width, height } : {}),
+  });
+  if (created?.id === undefined) throw new ToolError('protocol_error', 'the Agent Window could not be created');
+  sessions.add({ id: sessionId, windowId: created.id, borrowed: new Map() });
+  return { agent_window_id: created.id };
+}
+
+/**
+ * Teardown order: (1) return borrowed tabs — stop there if any fails, (2) forget the
+ * session's state, (3) close the Agent Window.
+ */
+export async function sessionStop(p: Params, sessions: Sessions): Promise<unknown> {
+  const session = sessionOf(p, sessions, 'tool.session_stop');
+  const returned: number[] = [];
+  const failures: { tab_id: number; code: string; message: string }[] = [];
+  for (const tabId of [...session.borrowed.keys()]) {
+    try {
+      await returnTab(session, tabId);
+      returned.push(tabId);
+    } catch (e) {
+      failures.push({ tab_id: tabId, code: 'cdp_failed', message: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  if (failures.length > 0) {
+    return { ...(returned.length ? { returned_tab_ids: returned } : {}), return_failures: failures };
+  }
+  sessions.remove(session.id);
+  try {
+    await browser.windows.remove(session.windowId);
+  } catch {
+    // Already closed by the person: the session is gone either way.
+  }
+  return returned.length ? { returned_tab_ids: returned } : {};
+}
