@@ -102,8 +102,10 @@ export default defineBackground(() => {
   }
 
   browser.runtime.onMessage.addListener((message: unknown, sender, sendResponse: (r: Reply) => void) => {
-    // Only our own pages (the popup) may talk to the service worker.
-    if (sender.id !== browser.runtime.id || sender.tab !== undefined) return false;
+    // Only our own pages (the popup) may talk to the service worker: never a
+    // content script or a web page.
+    const ownPage = browser.runtime.getURL('/');
+    if (sender.id !== browser.runtime.id || !sender.url?.startsWith(ownPage)) return false;
     void handle(message as Request).then(sendResponse);
     return true;
   });

@@ -89,21 +89,36 @@ export async function navigate(p: Params, sessions: Sessions, signal: AbortSigna
   return { tab_id: tabId, url, ...(after.url ? { final_url: after.url } : {}), ...r };
 }
 
-async function history(p: Params, sessions: Sessions, signal: AbortSignal, tool: string, step: 'back' | 'forward' | 'reload'): Promise<unknown> {
+async function step(p: Params, sessions: Sessions, signal: AbortSignal, tool: string, kind: 'back' | 'forward' | 'reload'): Promise<unknown> {
   const session = sessionOf(p, sessions, tool);
   const phase = phaseOf(p);
   const tab = await scopedTab(p, session, sessions);
   const tabId = tab.id as number;
   const previous = tab.url;
   const hard = optBool(p, 'hard', false);
+  if (kind !== 'reload') {
+    // The page's own history, not the browser UI's: the UI skips entries that were
+    // added without a user gesture, which is every entry an agent creates.
+    const [probe] = await browser.scripting.executeScript({
+      target: { tabId },
+      func: (back: boolean) => {
+        const nav = (globalThis as unknown as { navigation?: { canGoBack: boolean; canGoForward: boolean } }).navigation;
+        return nav ? (back ? nav.canGoBack : nav.canGoForward) : true;
+      },
+      args: [kind === 'back'],
+    });
+    if (probe?.result !== true) throw invalid('no history entry to move to');
+  }
   const trigger = async () => {
-    try {
-      if (step === 'back') await browser.tabs.goBack(tabId);
-      else if (step === 'forward') await browser.tabs.goForward(tabId);
-      else await browser.tabs.reload(tabId, { bypassCache: hard });
-    } catch (e) {
-      throw invalid(e instanceof Error ? e.message : 'no history entry to move to');
+    if (kind === 'reload') {
+      await browser.tabs.reload(tabId, { bypassCache: hard });
+      return;
     }
+    await browser.scripting.executeScript({
+      target: { tabId },
+      func: (back: boolean) => (back ? history.back() : history.forward()),
+      args: [kind === 'back'],
+    });
   };
   const r = await waitForPhase(tabId, phase, timeoutOf(p, 15_000), signal, trigger);
   const after = await browser.tabs.get(tabId);
@@ -115,9 +130,9 @@ async function history(p: Params, sessions: Sessions, signal: AbortSignal, tool:
   };
 }
 
-export const navigateBack = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.navigate_back', 'back');
-export const navigateForward = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.navigate_forward', 'forward');
-export const reload = (p: Params, s: Sessions, signal: AbortSignal) => history(p, s, signal, 'tool.reload', 'reload');
+export const navigateBack = (p: Params, s: Sessions, signal: AbortSignal) => step(p, s, signal, 'tool.navigate_back', 'back');
+export const navigateForward = (p: Params, s: Sessions, signal: AbortSignal) => step(p, s, signal, 'tool.navigate_forward', 'forward');
+export const reload = (p: Params, s: Sessions, signal: AbortSignal) => step(p, s, signal, 'tool.reload', 'reload');
 
 export async function waitForNavigation(p: Params, sessions: Sessions, signal: AbortSignal): Promise<unknown> {
   const session = sessionOf(p, sessions, 'tool.wait_for_navigation');
