@@ -1,7 +1,7 @@
 // The extension in real headless Chromium against the real latchkeyd.
 
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import {
   api,
@@ -21,12 +21,16 @@ let browser;
 let popup;
 let agentEnv;
 let deviceId;
+let configFile;
 
 const status = async () => (await popup.locator('#status').getAttribute('aria-label')) ?? '';
 
 before(async () => {
   dataDir = await tempDir('latchkey-e2e-');
-  daemon = await startLatchkeyd(dataDir);
+  // Grants ask for renewal after 2 s, so rotation happens during the run.
+  configFile = `${dataDir}/latchkey.toml`;
+  await writeFile(configFile, '[limits]\nrenew_after_secs = 2\n');
+  daemon = await startLatchkeyd(dataDir, '127.0.0.1:0', configFile);
   site = await startSite();
   browser = await launchBrowser();
   popup = await browser.context.newPage();
@@ -63,6 +67,21 @@ test('pairing by pasting the link into the popup connects the browser', async ()
   assert.ok(me, 'latchkey browsers lists the device');
   assert.equal(me.online, true);
   assert.equal(me.label, 'E2E browser');
+});
+
+test('the grant rotates while the connection stays up', async () => {
+  const token = async () =>
+    (await browser.worker.evaluate(() => chrome.storage.local.get('latchkey.credential')))['latchkey.credential']?.token;
+  const first = await token();
+  await waitFor(async () => (await token()) !== first, 15_000, 'a renewal');
+  const second = await token();
+  await waitFor(async () => (await token()) !== second, 15_000, 'another renewal');
+  const audit = await api(daemon.url, daemon.token, 'GET', '/v1/admin/audit?limit=200');
+  const mine = audit.body.events.filter((e) => e.target === `device:${deviceId}`);
+  assert.ok(mine.filter((e) => e.action === 'device.renew').length >= 2, 'renewals audited');
+  assert.equal(mine.filter((e) => e.action === 'device.connect').length, 1, 'one connection throughout');
+  assert.equal(mine.filter((e) => e.action === 'device.disconnect').length, 0);
+  assert.equal(await status(), 'Connected');
 });
 
 test('a session drives an Agent Window: navigation, html, screenshot, tabs, stop', async () => {
@@ -128,16 +147,74 @@ test('a session drives an Agent Window: navigation, html, screenshot, tabs, stop
   );
 });
 
+test('a user tab is borrowed only with the person\'s consent, and returned to its place', async () => {
+  const session = await latchkey(agentEnv, ['session', 'start']);
+  const env = { ...agentEnv, LATCHKEY_SESSION: session.id };
+  // The person opens a tab in their own window (not the focused Agent Window).
+  const before = await latchkey(env, ['tab', 'list', '--scope', 'user']);
+  const ownWindow = before.tabs[0].window_id;
+  const url = `${site.base}/c`;
+  const mineId = await browser.worker.evaluate(
+    ([windowId, u]) => chrome.tabs.create({ windowId, url: u, active: true }).then((t) => t.id),
+    [ownWindow, url],
+  );
+  const tab = await waitFor(
+    async () => (await latchkey(env, ['tab', 'list', '--scope', 'user'])).tabs.find((t) => t.tab_id === mineId && t.url === url),
+    10_000,
+    'the person\'s tab loaded',
+  );
+  const userTabs = { tabs: [tab] };
+  assert.ok(tab, `the person's tab is listed: ${JSON.stringify(userTabs)}`);
+
+  // Allow: the tab moves into the Agent Window and can be read there.
+  const prompt = browser.context.waitForEvent('page', { predicate: (p) => p.url().includes('confirm.html'), timeout: 10_000 });
+  const borrowing = latchkey(env, ['tab', 'borrow', String(tab.tab_id)]);
+  const confirm = await prompt;
+  await confirm.waitForSelector('#allow');
+  assert.match((await confirm.locator('#url').textContent()) ?? '', /\/c$/);
+  await confirm.click('#allow');
+  const borrowed = await borrowing;
+  assert.equal(borrowed.tab_id, tab.tab_id);
+  assert.equal(borrowed.original_window_id, tab.window_id);
+  assert.equal(borrowed.agent_window_id, session.agent_window_id);
+  const html = await latchkey(env, ['call', 'tool.get_html', '--params', JSON.stringify({ tab_id: tab.tab_id })]);
+  assert.match(html.html, /Charlie content/);
+
+  // Return: back to its window, at its index.
+  const returned = await latchkey(env, ['tab', 'return', String(tab.tab_id)]);
+  assert.equal(returned.returned_to_window_id, borrowed.original_window_id);
+  assert.equal(returned.returned_to_index, borrowed.original_index);
+  const placed = await browser.worker.evaluate((id) => chrome.tabs.get(id), tab.tab_id);
+  assert.equal(placed.windowId, borrowed.original_window_id);
+  assert.equal(placed.index, borrowed.original_index);
+
+  // Deny: `cancelled`, and the tab stays where it is.
+  const prompt2 = browser.context.waitForEvent('page', { predicate: (p) => p.url().includes('confirm.html'), timeout: 10_000 });
+  const denied = latchkey(env, ['tab', 'borrow', String(tab.tab_id)]);
+  const confirm2 = await prompt2;
+  await confirm2.waitForSelector('#deny');
+  await confirm2.click('#deny');
+  await assert.rejects(denied, (e) => JSON.parse(e.stdout).error.code === 'cancelled');
+  assert.equal((await browser.worker.evaluate((id) => chrome.tabs.get(id), tab.tab_id)).windowId, borrowed.original_window_id);
+
+  await latchkey(agentEnv, ['session', 'stop', session.id]);
+  await browser.worker.evaluate((id) => chrome.tabs.remove(id), mineId);
+});
+
 test('closing the Agent Window ends the session', async () => {
   const session = await latchkey(agentEnv, ['session', 'start']);
   await browser.worker.evaluate((id) => chrome.windows.remove(id), session.agent_window_id);
-  await waitFor(async () => (await latchkey(agentEnv, ['session', 'list'])).sessions.length === 0, 10_000, 'session gone');
+  await waitFor(
+    async () => !(await latchkey(agentEnv, ['session', 'list'])).sessions.some((s) => s.id === session.id),
+    10_000,
+    'session gone',
+  );
 });
 
 test('restarting latchkeyd brings the extension back by itself', async () => {
   await stopProcess(daemon.child);
   await waitFor(async () => (await status()) !== 'Connected', 15_000, 'offline after the server stops');
-  daemon = { ...(await startLatchkeyd(dataDir, daemon.addr)), token: daemon.token };
+  daemon = { ...(await startLatchkeyd(dataDir, daemon.addr, configFile)), token: daemon.token };
   await waitFor(async () => (await status()) === 'Connected', 45_000, 'reconnected');
   const browsers = await latchkey(agentEnv, ['browsers']);
   assert.equal(browsers.browsers.find((b) => b.id === deviceId)?.online, true);
@@ -149,4 +226,7 @@ test('revoking the device shows "revoked" and the extension stops reconnecting',
   await waitFor(async () => (await status()).includes('revoked'), 10_000, 'revoked in the popup');
   const state = await browser.worker.evaluate(() => chrome.storage.session.get('latchkey.status'));
   assert.equal(state['latchkey.status'], 'revoked');
+  // Remembered for good: a service-worker restart does not reconnect or renew.
+  const stored = await browser.worker.evaluate(() => chrome.storage.local.get('latchkey.credential'));
+  assert.equal(stored['latchkey.credential'].stopped, 'revoked');
 });

@@ -12,6 +12,7 @@ import type { Reply, Request, StatusView } from '../lib/messages';
 import { Sessions } from '../lib/sessions';
 import { getHtml, screenshot } from '../lib/tools/content';
 import { navigate, navigateBack, navigateForward, reload, waitForNavigation } from '../lib/tools/navigation';
+import { Confirmations, tabBorrow } from '../lib/tools/borrow';
 import { sessionStart, sessionStop } from '../lib/tools/session';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
 
@@ -20,6 +21,7 @@ const DEVICE_LABEL = 'Chrome · Latchkey';
 
 export default defineBackground(() => {
   const sessions = new Sessions();
+  const confirmations = new Confirmations();
   const on = (f: (p: Params, s: Sessions, signal: AbortSignal) => Promise<unknown>) => (p: Params, signal: AbortSignal) =>
     f(p, sessions, signal);
   const gateway = new Gateway(sessions, {
@@ -30,6 +32,7 @@ export default defineBackground(() => {
     'tool.tab_close': on(tabClose),
     'tool.tab_select': on(tabSelect),
     'tool.tab_return': on(tabReturn),
+    'tool.tab_borrow': (p: Params, signal: AbortSignal) => tabBorrow(p, sessions, signal, confirmations),
     'tool.navigate': on(navigate),
     'tool.navigate_back': on(navigateBack),
     'tool.navigate_forward': on(navigateForward),
@@ -43,11 +46,22 @@ export default defineBackground(() => {
   void browser.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => undefined);
 
   let renewal = 'not due';
+  let renewTimer: ReturnType<typeof setTimeout> | undefined;
   const tick = async () => {
     const outcome = await renewIfDue(Date.now());
     if (outcome !== 'none' && outcome !== 'not_due') renewal = outcome;
-    if (outcome === 'rejected') gateway.stop();
+    if (outcome === 'rejected' && gateway.status !== 'revoked') gateway.stop();
     await gateway.ensure();
+    await scheduleRenewal();
+  };
+  // Renew on time while the worker is awake; the 30 s alarm covers the rest.
+  const scheduleRenewal = async () => {
+    clearTimeout(renewTimer);
+    const c = await loadCredential();
+    if (!c || c.rejected) return;
+    const due = c.pending ? c.pending.lastAttemptAt + 60_000 : c.renewAfter;
+    const delay = Math.min(Math.max(due - Date.now(), 0) + 100, 2_147_483_647);
+    renewTimer = setTimeout(() => void tick(), delay);
   };
 
   browser.windows.onRemoved.addListener((windowId) => gateway.onWindowRemoved(windowId));
@@ -85,6 +99,7 @@ export default defineBackground(() => {
         const outcome = await pair(parsed.link, DEVICE_LABEL);
         if (!outcome.ok) return { ok: false, message: outcome.message };
         await gateway.restart();
+        await scheduleRenewal();
         return { ok: true, message: `Paired with ${parsed.link.host}` };
       }
       case 'disconnect':
@@ -93,6 +108,11 @@ export default defineBackground(() => {
       case 'connect':
         await gateway.resume();
         return { ok: true, message: 'Connecting' };
+      case 'borrow-details':
+        return confirmations.details(req.request) ?? null;
+      case 'borrow-answer':
+        confirmations.answer(req.request, req.allow);
+        return { ok: true, message: '' };
       case 'forget':
         gateway.stop();
         await forgetCredential();

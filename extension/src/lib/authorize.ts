@@ -101,7 +101,9 @@ export type RenewOutcome =
  */
 export async function renewIfDue(now: number, fetchImpl: typeof fetch = fetch): Promise<RenewOutcome> {
   const c = await loadCredential();
-  if (!c || c.rejected) return c ? 'rejected' : 'none';
+  if (!c) return 'none';
+  if (c.rejected) return 'rejected';
+  if (c.stopped) return c.stopped === 'expired' ? 'expired' : 'rejected';
   let pending = c.pending;
   if (!pending) {
     if (now < c.renewAfter) return 'not_due';

@@ -18,6 +18,8 @@ export interface Credential {
   pending?: { bearer: string; next: string; lastAttemptAt: number };
   /** The gateway refused this credential for good. */
   rejected?: boolean;
+  /** The gateway closed with revoked or expired: do not connect or renew again. */
+  stopped?: 'revoked' | 'expired';
 }
 
 const KEY = 'latchkey.credential';

@@ -17,7 +17,7 @@ import {
 } from '@protocol/constants';
 import { backoffDelay } from './backoff';
 import { decideOnClose } from './close';
-import { type Credential, loadCredential } from './credential';
+import { type Credential, loadCredential, saveCredential } from './credential';
 import { Dispatcher } from './dispatcher';
 import type { Sessions } from './sessions';
 import { returnTab } from './tools/tabs';
@@ -105,6 +105,7 @@ export class Gateway {
     const paused = (await browser.storage.local.get(PAUSED_KEY))[PAUSED_KEY] === true;
     const c = await loadCredential();
     if (!c) return this.setStatus('unpaired');
+    if (c.stopped) return this.setStatus(c.stopped);
     if (c.rejected) return this.setStatus('rejected');
     if (paused) return this.setStatus('disconnected');
     if (Date.now() >= c.expiresAt) return this.setStatus('expired');
@@ -171,7 +172,12 @@ export class Gateway {
     this.dispatcher.abortAll();
     await this.teardownSessions();
     const decision = decideOnClose(code);
-    if (decision.kind === 'stop') return this.setStatus(decision.state);
+    if (decision.kind === 'stop') {
+      // Remembered across service-worker restarts: never reconnect or renew again.
+      const c = await loadCredential();
+      if (c) await saveCredential({ ...c, stopped: decision.state });
+      return this.setStatus(decision.state);
+    }
     if (decision.kind === 'replaced') return this.setStatus('replaced');
     if (this.status === 'disconnected') return;
     this.scheduleReconnect();

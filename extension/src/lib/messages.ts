@@ -1,13 +1,16 @@
 // Messages between the popup and the service worker.
 
 import type { Status } from './gateway';
+import type { BorrowRequest } from './tools/borrow';
 
 export type Request =
   | { type: 'status' }
   | { type: 'pair'; link: string }
   | { type: 'disconnect' }
   | { type: 'connect' }
-  | { type: 'forget' };
+  | { type: 'forget' }
+  | { type: 'borrow-details'; request: string }
+  | { type: 'borrow-answer'; request: string; allow: boolean };
 
 export interface StatusView {
   status: Status;
@@ -20,7 +23,7 @@ export interface StatusView {
   sessions: number;
 }
 
-export type Reply = StatusView | { ok: boolean; message: string };
+export type Reply = StatusView | { ok: boolean; message: string } | BorrowRequest | null;
 
 /** Human text for each status, also the accessible label. */
 export const STATUS_TEXT: Record<Status, string> = {
