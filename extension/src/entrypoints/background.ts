@@ -3,7 +3,7 @@
 
 import { browser } from 'wxt/browser';
 import { defineBackground } from 'wxt/utils/define-background';
-import { pair, renewIfDue } from '../lib/authorize';
+import { pair, type RenewOutcome, renewIfDue } from '../lib/authorize';
 import { forgetCredential, loadCredential } from '../lib/credential';
 import type { Params } from '../lib/dispatcher';
 import { Gateway } from '../lib/gateway';
@@ -17,6 +17,15 @@ import { sessionStart, sessionStop } from '../lib/tools/session';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
 
 const KEEPALIVE = 'latchkey.keepalive';
+
+const RENEWAL_TEXT: Record<Exclude<RenewOutcome, 'none' | 'not_due'>, string> = {
+  renewed: 'renewed',
+  waiting: 'no answer yet; retrying within a minute',
+  unavailable: 'server busy, retrying',
+  rejected: 'access rejected, pair again',
+  expired: 'expired, pair again',
+  device_changed: 'the server changed the device; pair again',
+};
 const DEVICE_LABEL = 'Chrome · Latchkey';
 
 export default defineBackground(() => {
@@ -49,7 +58,7 @@ export default defineBackground(() => {
   let renewTimer: ReturnType<typeof setTimeout> | undefined;
   const tick = async () => {
     const outcome = await renewIfDue(Date.now());
-    if (outcome !== 'none' && outcome !== 'not_due') renewal = outcome;
+    if (outcome !== 'none' && outcome !== 'not_due') renewal = RENEWAL_TEXT[outcome];
     if (outcome === 'rejected' && gateway.status !== 'revoked') gateway.stop();
     await gateway.ensure();
     await scheduleRenewal();
