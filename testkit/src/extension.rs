@@ -54,6 +54,8 @@ pub struct FakeExtension {
     /// The current device token.
     pub token: Option<String>,
     pub origin: String,
+    /// Connect from this local address (e.g. 127.0.0.2, to look like another client).
+    pub local_addr: Option<std::net::IpAddr>,
     http: reqwest::Client,
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -80,6 +82,7 @@ impl FakeExtension {
             device_id: None,
             token: None,
             origin: TEST_EXTENSION_ORIGIN.to_string(),
+            local_addr: None,
             http,
             tls,
         })
@@ -185,14 +188,28 @@ impl FakeExtension {
             .max_message_size(Some(64 << 20))
             .max_frame_size(Some(16 << 20));
         let connector = self.tls.clone().map(Connector::Rustls);
-        match tokio_tungstenite::connect_async_tls_with_config(
-            request,
-            Some(config),
-            false,
-            connector,
-        )
-        .await
-        {
+        let attempt = match self.local_addr {
+            None => {
+                tokio_tungstenite::connect_async_tls_with_config(
+                    request,
+                    Some(config),
+                    false,
+                    connector,
+                )
+                .await
+            }
+            Some(local) => {
+                let stream = connect_from(local, request.uri()).await?;
+                tokio_tungstenite::client_async_tls_with_config(
+                    request,
+                    stream,
+                    Some(config),
+                    connector,
+                )
+                .await
+            }
+        };
+        match attempt {
             Ok((ws, response)) => {
                 let protocol = response
                     .headers()
@@ -223,6 +240,30 @@ impl FakeExtension {
         socket.handshake().await?;
         Ok(socket)
     }
+}
+
+/// A TCP connection to the URI's host and port, from `local`.
+async fn connect_from(
+    local: std::net::IpAddr,
+    uri: &tungstenite::http::Uri,
+) -> anyhow::Result<TcpStream> {
+    let host = uri
+        .host()
+        .context("URL without a host")?
+        .trim_matches(['[', ']']);
+    let secure = uri.scheme_str() == Some("wss");
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let target = tokio::net::lookup_host((host, port))
+        .await?
+        .find(|a| a.is_ipv4() == local.is_ipv4())
+        .context("no address of the right family")?;
+    let socket = if local.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.bind(std::net::SocketAddr::new(local, 0))?;
+    Ok(socket.connect(target).await?)
 }
 
 /// The default handshake params of a 1.0 extension.

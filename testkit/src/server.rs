@@ -144,13 +144,21 @@ fn url_with_db(admin_url: &str, db: &str) -> anyhow::Result<String> {
 }
 
 /// Options for a test server.
-#[derive(Debug)]
 pub struct TestServerBuilder {
     backend: Backend,
     tls: bool,
     limits: Limits,
-    config_edit: Option<fn(&mut Config)>,
+    config_edit: Option<Box<dyn FnOnce(&mut Config) + Send>>,
     capture_logs: bool,
+}
+
+impl std::fmt::Debug for TestServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestServerBuilder")
+            .field("backend", &self.backend)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TestServerBuilder {
@@ -170,8 +178,8 @@ impl TestServerBuilder {
         self
     }
 
-    pub fn config(mut self, edit: fn(&mut Config)) -> Self {
-        self.config_edit = Some(edit);
+    pub fn config(mut self, edit: impl FnOnce(&mut Config) + Send + 'static) -> Self {
+        self.config_edit = Some(Box::new(edit));
         self
     }
 

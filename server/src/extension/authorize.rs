@@ -105,7 +105,7 @@ async fn authorize_inner(
         return Err(Refusal::BAD_REQUEST);
     }
     match body.action {
-        AuthorizeAction::Pair => pair(state, &credential, &body).await,
+        AuthorizeAction::Pair => pair(state, &credential, &body, client).await,
         AuthorizeAction::Renew => renew(state, &credential, &body).await,
     }
 }
@@ -133,6 +133,7 @@ async fn pair(
     state: &AppState,
     secret_text: &str,
     body: &AuthorizeRequest,
+    client: std::net::IpAddr,
 ) -> Result<AuthorizeGrant, Refusal> {
     if !is_pairing_secret_shaped(secret_text) {
         return Err(Refusal::UNAUTHORIZED);
@@ -168,7 +169,10 @@ async fn pair(
             action: action::DEVICE_PAIR,
             target: audit::device_ref(&device.id),
             outcome: "ok",
-            detail: Some(format!("pairing created by {}", device.created_by)),
+            detail: Some(format!(
+                "from {client}; pairing created by {}",
+                device.created_by
+            )),
         })
         .await;
     Ok(grant(state, &device))

@@ -71,6 +71,7 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             registration,
             handshaken: false,
             link: None,
+            peer,
         };
         let end = conn.drive().await;
         info!(why = end.why, close = ?end.close.map(CloseCode::code), "device connection ended");
@@ -131,6 +132,8 @@ struct Connection {
     handshaken: bool,
     /// After the handshake: the link callers use, and the outbox it feeds.
     link: Option<(Arc<DeviceLink>, mpsc::Receiver<String>)>,
+    /// The client address (through trusted proxies), for the audit trail.
+    peer: IpAddr,
 }
 
 impl Connection {
@@ -265,8 +268,8 @@ impl Connection {
                 target: audit::device_ref(&self.device.id),
                 outcome: "ok",
                 detail: Some(format!(
-                    "extension {} protocol {} browser {}",
-                    params.version, params.protocol_version, params.browser.name
+                    "from {} extension {} protocol {} browser {}",
+                    self.peer, params.version, params.protocol_version, params.browser.name
                 )),
             })
             .await;

@@ -1,0 +1,295 @@
+//! latchkeyd behind the real nginx (Debian's package) with `deploy/nginx/latchkey.conf`
+//! on loopback ports: pairing, a TLS WebSocket and an agent call through the proxy,
+//! an idle connection outliving the proxy's read timeout thanks to heartbeats, the
+//! client address as latchkeyd sees it (forged X-Forwarded-For ignored), and an
+//! access log without secrets. Timeouts are scaled down 100× (300 s → 3 s).
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use latchkey_testkit::extension::{Ended, TEST_EXTENSION_ORIGIN};
+use latchkey_testkit::tls::TestCerts;
+use latchkey_testkit::{
+    AdminClient, Backend, FakeAgent, FakeBrowser, FakeExtension, TestServer, wait_until,
+};
+use serde_json::json;
+
+const CLIENT: &str = "127.0.0.2";
+
+fn nginx_binary() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// `deploy/nginx/latchkey.conf` with test ports, paths and scaled timeouts. Every
+/// replaced literal must be there, so the test follows the shipped file.
+fn render_site(port: u16, upstream: &str, dir: &Path) -> String {
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/nginx/latchkey.conf"
+    ))
+    .expect("deploy/nginx/latchkey.conf");
+    let replacements = [
+        ("listen 443 ssl;", format!("listen 127.0.0.1:{port} ssl;")),
+        ("server 127.0.0.1:52800;", format!("server {upstream};")),
+        (
+            "server_name gw.example.com;",
+            "server_name localhost;".to_string(),
+        ),
+        (
+            "/etc/latchkey/tls/fullchain.pem",
+            dir.join("cert.pem").display().to_string(),
+        ),
+        (
+            "/etc/latchkey/tls/privkey.pem",
+            dir.join("key.pem").display().to_string(),
+        ),
+        (
+            "/var/log/nginx/latchkey.access.log",
+            dir.join("access.log").display().to_string(),
+        ),
+        ("300s;", "3s;".to_string()),
+    ];
+    let mut site = shipped;
+    for (from, to) in replacements {
+        assert!(
+            site.contains(from),
+            "deploy/nginx/latchkey.conf no longer contains {from:?}"
+        );
+        site = site.replace(from, &to);
+    }
+    site
+}
+
+struct Nginx {
+    child: tokio::process::Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+async fn start_nginx(binary: &Path, certs: &TestCerts, upstream: &str, port: u16) -> Nginx {
+    let dir = tempfile::tempdir().expect("tempdir");
+    certs.write(dir.path()).expect("certs");
+    let d = dir.path().display();
+    std::fs::write(
+        dir.path().join("latchkey.conf"),
+        render_site(port, upstream, dir.path()),
+    )
+    .expect("site");
+    let main = format!(
+        "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         include {d}/latchkey.conf;\n}}\n"
+    );
+    std::fs::write(dir.path().join("nginx.conf"), main).expect("main conf");
+    let child = tokio::process::Command::new(binary)
+        .arg("-c")
+        .arg(dir.path().join("nginx.conf"))
+        .arg("-p")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start nginx");
+    let up = wait_until(Duration::from_secs(10), || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+    })
+    .await;
+    assert!(
+        up,
+        "nginx did not start: {}",
+        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
+    );
+    Nginx { child, dir, port }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latchkeyd_behind_nginx() {
+    let Some(binary) = nginx_binary() else {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required in CI");
+        eprintln!("\n!!! SKIPPED: nginx is not installed (apt-get install nginx) !!!\n");
+        return;
+    };
+    let port = free_port();
+    let public = format!("wss://localhost:{port}");
+    let server = TestServer::builder(Backend::Sqlite)
+        .config(move |c| {
+            c.trusted_proxies = vec!["127.0.0.1/32".parse().expect("cidr")];
+            c.public_url = Some(public);
+        })
+        .start()
+        .await
+        .expect("server");
+    let certs = TestCerts::generate().expect("certs");
+    let mut nginx = start_nginx(&binary, &certs, &server.addr().to_string(), port).await;
+    let base = format!("https://localhost:{}", nginx.port);
+    let client_ip: IpAddr = CLIENT.parse().expect("ip");
+    let http = latchkey_testkit::reqwest::Client::builder()
+        .tls_certs_only([
+            latchkey_testkit::reqwest::Certificate::from_pem(certs.ca_pem.as_bytes()).expect("ca"),
+        ])
+        .local_address(client_ip)
+        .redirect(latchkey_testkit::reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let tls = certs.client_config().expect("tls");
+
+    // Pairing through nginx, with the public URL as the link.
+    let admin = AdminClient::new(http.clone(), base.clone(), server.admin_token.clone());
+    let pairing = admin
+        .create_pairing(Some("behind nginx"), None)
+        .await
+        .expect("pairing via nginx");
+    assert!(
+        pairing
+            .link
+            .starts_with(&format!("wss://localhost:{port}/extension#")),
+        "{}",
+        pairing.link
+    );
+    let mut ext =
+        FakeExtension::from_link(&pairing.link, http.clone(), Some(tls.clone())).expect("link");
+    ext.local_addr = Some(client_ip);
+    let device = ext.pair().await.expect("pair through nginx").device_id;
+
+    // The WebSocket through nginx over TLS, with a forged X-Forwarded-For.
+    let token = ext.token.clone().expect("token");
+    let protocol = format!("bsk-auth.{token}");
+    let mut socket = ext
+        .connect_with(
+            &[
+                ("sec-websocket-protocol", &protocol),
+                ("origin", TEST_EXTENSION_ORIGIN),
+                ("x-forwarded-for", "203.0.113.9"),
+            ],
+            None,
+        )
+        .await
+        .expect("request")
+        .expect("upgrade through nginx");
+    assert_eq!(
+        socket.protocol.as_deref(),
+        Some(protocol.as_str()),
+        "the subprotocol survives the proxy"
+    );
+    socket.handshake().await.expect("handshake");
+    let browser = FakeBrowser::serve_default(socket);
+
+    // An agent call relayed through nginx.
+    let agent_token = admin
+        .create_token("nginx-agent", latchkey_protocol::api::Role::Agent)
+        .await
+        .expect("token")
+        .token;
+    let agent = FakeAgent::new(http.clone(), base.clone(), agent_token.clone());
+    let session = agent.start(Some(&device)).await.expect("session via nginx");
+    let r = agent
+        .call(&session.id, "tool.snapshot", json!({"n": 1}))
+        .await
+        .expect("call");
+    assert!(r.is_ok(), "{:?}", r.body);
+
+    // Idle beyond nginx's (scaled) 3 s read timeout: heartbeats keep the socket
+    // open. Another device's silent socket on the same proxy is cut, which proves
+    // the timeout is live.
+    let silent_link = admin
+        .create_pairing(None, None)
+        .await
+        .expect("pairing")
+        .link;
+    let mut quiet =
+        FakeExtension::from_link(&silent_link, http.clone(), Some(tls.clone())).expect("link");
+    quiet.local_addr = Some(client_ip);
+    quiet.pair().await.expect("pair");
+    let mut silent = quiet.connect_online().await.expect("silent socket");
+    for _ in 0..25 {
+        browser.event("system.heartbeat", json!({}));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ended = silent
+        .ended(Duration::from_secs(10))
+        .await
+        .expect("the silent socket is cut by the proxy");
+    assert_eq!(
+        ended,
+        Ended::Dropped,
+        "nginx closes the TCP connection without a WebSocket close"
+    );
+    let r = agent
+        .call(&session.id, "tool.snapshot", json!({"n": 2}))
+        .await
+        .expect("call");
+    assert!(
+        r.is_ok(),
+        "the heartbeating socket survived 5 s of agent silence: {:?}",
+        r.body
+    );
+
+    // latchkeyd saw the real client, not the forged address.
+    let (status, audit) = admin
+        .raw(
+            latchkey_testkit::reqwest::Method::GET,
+            "/v1/admin/audit?limit=100",
+            None,
+        )
+        .await
+        .expect("audit");
+    assert_eq!(status, 200);
+    let details: Vec<String> = audit["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["action"] == "device.pair" || e["action"] == "device.connect")
+        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(details.len() >= 2, "{details:?}");
+    for d in &details {
+        assert!(
+            d.contains(&format!("from {CLIENT}")),
+            "latchkeyd must see the client address: {d}"
+        );
+        assert!(
+            !d.contains("203.0.113.9"),
+            "a forged X-Forwarded-For must not be believed: {d}"
+        );
+    }
+
+    // The access log has the requests and nothing secret.
+    let log = std::fs::read_to_string(nginx.dir.path().join("access.log")).expect("access log");
+    assert!(log.contains("POST /extension/authorize"), "{log}");
+    assert!(log.contains("GET /extension HTTP/1.1\" 101"), "{log}");
+    assert!(log.starts_with(CLIENT), "{log}");
+    for secret in [
+        ext.pairing_secret.as_str(),
+        token.as_str(),
+        server.admin_token.as_str(),
+        agent_token.as_str(),
+        "bsk-auth",
+        "Bearer",
+    ] {
+        assert!(
+            !log.contains(secret),
+            "the access log must not contain {secret:?}"
+        );
+    }
+    let _ = nginx.child.kill().await;
+    server.stop().await;
+}
