@@ -144,11 +144,14 @@ fn url_with_db(admin_url: &str, db: &str) -> anyhow::Result<String> {
 }
 
 /// Options for a test server.
+/// A change to the server's configuration before it starts.
+type ConfigEdit = Box<dyn FnOnce(&mut Config) + Send>;
+
 pub struct TestServerBuilder {
     backend: Backend,
     tls: bool,
     limits: Limits,
-    config_edit: Option<Box<dyn FnOnce(&mut Config) + Send>>,
+    config_edit: Option<ConfigEdit>,
     capture_logs: bool,
 }
 
