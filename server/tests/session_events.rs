@@ -288,16 +288,8 @@ async fn a_late_start_is_rolled_back() {
         wait_received(&browser, "tool.session_stop", 1).await,
         "the late window is closed again"
     );
-    let start = browser
-        .received()
-        .into_iter()
-        .find(|r| r.method == "tool.session_start")
-        .expect("start");
-    let stop = browser
-        .received()
-        .into_iter()
-        .find(|r| r.method == "tool.session_stop")
-        .expect("stop");
+    let start = browser.first("tool.session_start").expect("start");
+    let stop = browser.first("tool.session_stop").expect("stop");
     assert_eq!(
         start.params.expect("p")["session_id"],
         stop.params.expect("p")["session_id"]

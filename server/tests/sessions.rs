@@ -56,11 +56,7 @@ async fn start_call_stop() {
     assert_eq!(session.browser_id, device);
     assert!(session.agent_window_id.is_some());
     assert_eq!(session.id.len(), 32, "unguessable: 128 random bits");
-    let start = browser
-        .received()
-        .into_iter()
-        .find(|r| r.method == "tool.session_start")
-        .expect("start sent");
+    let start = browser.first("tool.session_start").expect("start sent");
     assert_eq!(
         start.params.expect("params")["session_id"],
         session.id.as_str()
@@ -236,16 +232,8 @@ async fn deadline_sends_cancel_and_frees_the_session() {
         wait_received(&browser, "cancel", 1).await,
         "the deadline sends cancel"
     );
-    let hang = browser
-        .received()
-        .into_iter()
-        .find(|r| r.method == "tool.hang")
-        .expect("hang");
-    let cancel = browser
-        .received()
-        .into_iter()
-        .find(|r| r.method == "cancel")
-        .expect("cancel");
+    let hang = browser.first("tool.hang").expect("hang");
+    let cancel = browser.first("cancel").expect("cancel");
     assert_eq!(
         cancel.params.expect("params")["rpc_id"],
         hang.id.as_str(),

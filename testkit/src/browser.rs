@@ -115,6 +115,11 @@ impl FakeBrowser {
             .clone()
     }
 
+    /// The first request received with this method.
+    pub fn first(&self, method: &str) -> Option<RequestFrame> {
+        self.received().into_iter().find(|r| r.method == method)
+    }
+
     pub fn received_methods(&self) -> Vec<String> {
         self.received().into_iter().map(|r| r.method).collect()
     }

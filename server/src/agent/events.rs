@@ -14,17 +14,13 @@ use tokio::sync::broadcast;
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::Principal;
-use crate::router::sessions::not_registered;
 
 pub async fn stream(
     State(state): State<AppState>,
     p: Principal,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let session = state
-        .sessions
-        .get_owned(&p.tenant_id, &p.token_id, &id)
-        .ok_or_else(not_registered)?;
+    let session = state.sessions.owned(&p, &id)?;
     let rx = session.subscribe();
     let events = stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;

@@ -44,10 +44,7 @@ pub async fn stop(
     p: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
-    let session = state
-        .sessions
-        .get_owned(&p.tenant_id, &p.token_id, &id)
-        .ok_or_else(not_registered)?;
+    let session = state.sessions.owned(&p, &id)?;
     Ok(Json(lifecycle::stop(&state, &session, "stopped").await?))
 }
 
@@ -57,10 +54,7 @@ pub async fn call(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> Result<Json<CallResult>, ApiError> {
-    let session = state
-        .sessions
-        .get_owned(&p.tenant_id, &p.token_id, &id)
-        .ok_or_else(not_registered)?;
+    let session = state.sessions.owned(&p, &id)?;
     let call = ToolCall {
         method: body.method,
         params: calls::params_object(body.params)?,

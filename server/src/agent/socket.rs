@@ -26,7 +26,6 @@ use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
-use crate::router::sessions::not_registered;
 
 /// Open agent sockets per token, with a guard that gives the slot back.
 #[derive(Debug, Clone, Default)]
@@ -288,10 +287,7 @@ async fn handle(
         }
         "session.stop" => {
             let r: SessionRef = params_of(request.params)?;
-            let session = state
-                .sessions
-                .get_owned(&p.tenant_id, &p.token_id, &r.session_id)
-                .ok_or_else(not_registered)?;
+            let session = state.sessions.owned(p, &r.session_id)?;
             Ok(to_value(
                 &lifecycle::stop(state, &session, "stopped").await?,
             ))
@@ -304,10 +300,7 @@ async fn handle(
                 .ok_or_else(|| {
                     ErrorBody::new(ErrorCode::InvalidParams, format!("{m} requires session_id"))
                 })?;
-            let session = state
-                .sessions
-                .get_owned(&p.tenant_id, &p.token_id, &session_id)
-                .ok_or_else(not_registered)?;
+            let session = state.sessions.owned(p, &session_id)?;
             let call = ToolCall {
                 method: request.method,
                 params,

@@ -247,6 +247,17 @@ impl SessionTable {
             .cloned()
     }
 
+    /// The caller's own session, or the contract's `not_found` (also for another
+    /// token's or tenant's session, exactly as for an unknown id).
+    pub fn owned(
+        &self,
+        caller: &crate::auth::principal::Principal,
+        id: &str,
+    ) -> Result<Arc<Session>, ErrorBody> {
+        self.get_owned(&caller.tenant_id, &caller.token_id, id)
+            .ok_or_else(not_registered)
+    }
+
     /// The session if it runs on `device_id` (events from that device only).
     pub fn get_on_device(&self, device_id: &str, id: &str) -> Option<Arc<Session>> {
         self.map()
