@@ -34,7 +34,7 @@ export async function waitFor(cond, ms = 15_000, what = 'condition') {
 
 /** `latchkeyd serve` on `listen`; resolves with its address and first-start token. */
 export async function startLatchkeyd(dataDir, listen = '127.0.0.1:0', configFile) {
-  const args = ['serve', '--listen', listen, '--data-dir', dataDir, ...(configFile ? ['--config', configFile] : [])];
+  const args = ['serve', '--listen', listen, '--metrics-listen', '127.0.0.1:0', '--data-dir', dataDir, ...(configFile ? ['--config', configFile] : [])];
   const child = spawn(join(BIN, 'latchkeyd'), args, {
     env: { ...process.env, LATCHKEY_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -67,6 +67,8 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(_) => {
+                metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => "unavailable")
+                    .increment(1);
                 tracing::warn!(error = %e, "store unavailable");
                 ApiError::new(
                     ErrorCode::StoreUnavailable,
@@ -76,6 +78,8 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Conflict(_) => ApiError::invalid("conflicts with an existing record"),
             StoreError::Internal(_) => {
+                metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => "internal")
+                    .increment(1);
                 tracing::error!(error = %e, "store error");
                 ApiError::new(ErrorCode::Internal, "internal error")
             }

@@ -96,6 +96,9 @@ pub struct ConfigArgs {
     /// Log format.
     #[arg(long, global = true, env = "LATCHKEY_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Where Prometheus scrapes /metrics [default: 127.0.0.1:9652].
+    #[arg(long, global = true, env = "LATCHKEY_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl ConfigArgs {
@@ -134,6 +137,9 @@ impl ConfigArgs {
         }
         if let Some(v) = self.log_format {
             c.log_format = v;
+        }
+        if let Some(v) = self.metrics_listen {
+            c.metrics_listen = Some(v);
         }
         Ok(c)
     }

@@ -9,6 +9,9 @@ use std::time::Duration;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
+/// Default port of the metrics listener (on loopback).
+pub const DEFAULT_METRICS_PORT: u16 = 9652;
+
 /// Default listen address: the port local BrowserSkill extensions dial.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:52800";
 
@@ -136,6 +139,8 @@ pub struct Config {
     /// Shown to the extension as `service_name`.
     pub service_name: String,
     pub log_format: LogFormat,
+    /// Where Prometheus scrapes `/metrics` (keep it private: loopback or a pod port).
+    pub metrics_listen: Option<SocketAddr>,
     pub limits: Limits,
 }
 
@@ -152,6 +157,7 @@ impl Default for Config {
             allowed_extension_ids: Vec::new(),
             service_name: "Latchkey".to_string(),
             log_format: LogFormat::Human,
+            metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT))),
             limits: Limits::default(),
         }
     }

@@ -84,6 +84,8 @@ pub struct ServerHandle {
     pub public_base: String,
     /// The admin token created on this start, when the store was empty.
     pub bootstrap: Option<NewTenant>,
+    /// Where `/metrics` is served, when enabled.
+    pub metrics_addr: Option<SocketAddr>,
     state: AppState,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -188,6 +190,16 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
     };
+    let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {
+        (Some(addr), Some(handle)) => Some(
+            telemetry::metrics::serve(addr, handle, state.shutdown.clone())
+                .await
+                .map_err(|source| BindError::Listen { addr, source })?,
+        ),
+        _ => None,
+    };
+    metrics::gauge!(telemetry::metrics::BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"))
+        .set(1.0);
     let limits = &state.config.limits;
     state.tasks.spawn(router::lifecycle::idle_reaper(
         state.clone(),
@@ -208,6 +220,7 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         public_addr,
         public_base: base,
         bootstrap,
+        metrics_addr,
         state,
         accept,
     })

@@ -23,7 +23,14 @@ struct Daemon {
 async fn start(data_dir: &std::path::Path, database_url: Option<&str>, failpoints: &str) -> Daemon {
     let mut command = Command::new(env!("CARGO_BIN_EXE_latchkeyd"));
     command
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
         .arg(data_dir);
     if let Some(url) = database_url {
         command.env("LATCHKEY_DATABASE_URL", url);

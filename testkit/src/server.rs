@@ -205,6 +205,7 @@ impl TestServerBuilder {
             listen: "127.0.0.1:0".parse()?,
             data_dir: dir.path().join("data"),
             database_url: pg.as_ref().map(|p| p.url.clone()),
+            metrics_listen: Some("127.0.0.1:0".parse()?),
             limits: self.limits,
             ..Config::default()
         };
@@ -314,6 +315,11 @@ impl TestServer {
 
     pub fn public_base(&self) -> &str {
         &self.handle().public_base
+    }
+
+    /// Where this server serves `/metrics`.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.handle().metrics_addr
     }
 
     pub fn addr(&self) -> std::net::SocketAddr {

@@ -121,6 +121,7 @@ pub async fn revoke(
         .await?
         .ok_or_else(|| ApiError::not_found("device"))?;
     let was_online = state.registry.close(id, CloseCode::Revoked);
+    metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(1);
     tracing::info!(tenant = %p.tenant_id, device = %id, was_online, "device revoked");
     state
         .audit
@@ -145,6 +146,7 @@ pub async fn revoke_all(
     for id in &ids {
         state.registry.close(id, CloseCode::Revoked);
     }
+    metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(ids.len() as u64);
     tracing::info!(tenant = %p.tenant_id, devices = ids.len(), voided, "all devices revoked");
     state
         .audit

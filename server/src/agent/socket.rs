@@ -26,6 +26,7 @@ use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
+use crate::telemetry::metrics as telemetry;
 
 /// Open agent sockets per token, with a guard that gives the slot back.
 #[derive(Debug, Clone, Default)]
@@ -102,6 +103,7 @@ struct Outgoing(Arc<tokio::sync::Mutex<SplitSink<WebSocket, Message>>>);
 
 impl Outgoing {
     async fn send(&self, text: String) -> Result<(), axum::Error> {
+        telemetry::frame("out", "agent", text.len());
         self.0.lock().await.send(Message::Text(text.into())).await
     }
 }
@@ -136,6 +138,12 @@ fn event_frame(event: &SessionEvent) -> String {
 }
 
 async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSlot) {
+    metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).increment(1.0);
+    serve_socket(socket, state, p).await;
+    metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).decrement(1.0);
+}
+
+async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     let (sink, mut stream) = socket.split();
     let out_tx = Outgoing(Arc::new(tokio::sync::Mutex::new(sink)));
     let running: Arc<Mutex<Running>> = Arc::default();
@@ -146,7 +154,10 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
             _ = shutdown.cancelled() => break,
         };
         let text = match msg {
-            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Text(t))) => {
+                telemetry::frame("in", "agent", t.len());
+                t
+            }
             Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
             Some(Ok(_)) => continue,
         };

@@ -24,6 +24,8 @@ use crate::auth::secret;
 use crate::clock::rfc3339;
 use crate::limits::client_ip::client_ip;
 use crate::store::{DeviceRecord, GrantTimes, NewDevice, RotateOutcome, StoreError};
+use crate::telemetry::metrics as telemetry;
+use latchkey_protocol::authorize::AuthorizeErrorTag;
 
 /// The label used when the extension sends none.
 const DEFAULT_DEVICE_LABEL: &str = "Browser";
@@ -52,6 +54,7 @@ fn store_refusal(e: &StoreError) -> Refusal {
         // A credential colliding with an existing one can only be a replay or an attack.
         StoreError::Conflict(_) => Refusal::UNAUTHORIZED,
         other => {
+            metrics::counter!(telemetry::STORE_ERRORS, "kind" => "authorize").increment(1);
             tracing::warn!(error = %other, "store error during authorize");
             Refusal::STORE_BUSY
         }
@@ -65,6 +68,7 @@ pub async fn authorize(
 ) -> Response {
     match authorize_inner(&state, peer, request).await {
         Ok(grant) => {
+            metrics::counter!(telemetry::AUTHORIZE, "outcome" => "ok").increment(1);
             let mut response = Json(grant).into_response();
             response
                 .headers_mut()
@@ -73,6 +77,18 @@ pub async fn authorize(
         }
         Err(refusal) => {
             debug!(status = refusal.status.as_u16(), "authorize refused");
+            let outcome = match refusal.tag {
+                AuthorizeErrorTag::InvalidAuthorization => "invalid_authorization",
+                AuthorizeErrorTag::InvalidRequest => "invalid_request",
+                AuthorizeErrorTag::NotFound => "not_found",
+                AuthorizeErrorTag::RateLimited => "rate_limited",
+                AuthorizeErrorTag::AuthorizationStoreBusy => "authorization_store_busy",
+                AuthorizeErrorTag::ConnectionCapacityReached => "connection_capacity_reached",
+            };
+            metrics::counter!(telemetry::AUTHORIZE, "outcome" => outcome).increment(1);
+            if refusal.tag == AuthorizeErrorTag::RateLimited {
+                telemetry::refused("rate_limited");
+            }
             refusal.into_response()
         }
     }

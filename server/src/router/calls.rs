@@ -18,6 +18,7 @@ use super::link::{DeviceLink, Reply};
 use super::sessions::{Abort, BusyGuard, Session, not_registered};
 use crate::app::AppState;
 use crate::auth::secret;
+use crate::telemetry::metrics as telemetry;
 
 /// A call as an agent asked for it.
 #[derive(Debug, Clone)]
@@ -222,8 +223,38 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<Value
     }
 }
 
-/// Run one agent call on `session`.
+/// Run one agent call on `session`, and count it.
 pub async fn call(
+    state: &AppState,
+    session: &Arc<Session>,
+    call: ToolCall,
+) -> Result<Value, ErrorBody> {
+    let started = std::time::Instant::now();
+    let method = call.method.clone();
+    let result = run_call(state, session, call).await;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(e) => {
+            let busy = e
+                .data
+                .as_ref()
+                .and_then(|d| d.get("reason"))
+                .and_then(Value::as_str)
+                == Some("session_busy");
+            match e.code {
+                ErrorCode::CapacityReached => telemetry::refused("capacity_reached"),
+                ErrorCode::UserAborted => telemetry::refused("user_aborted"),
+                ErrorCode::Timeout if busy => telemetry::refused("session_busy"),
+                _ => {}
+            }
+            e.code.as_str()
+        }
+    };
+    telemetry::call_finished(&method, outcome, started.elapsed());
+    result
+}
+
+async fn run_call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,

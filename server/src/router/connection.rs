@@ -26,6 +26,7 @@ use crate::router::link::{DeviceLink, reason_for_close};
 use crate::router::registry::Registration;
 use crate::router::sessions::{Abort, end_session};
 use crate::store::DeviceRecord;
+use crate::telemetry::metrics as telemetry;
 
 /// Why a connection ended, and whether we close it (and with what code).
 #[derive(Debug)]
@@ -99,6 +100,8 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             }
         }
         if handshaken {
+            metrics::gauge!(telemetry::DEVICES_CONNECTED).decrement(1.0);
+            metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => end.why).increment(1);
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
             if let Err(e) = state
                 .store
@@ -223,6 +226,7 @@ impl Connection {
             return end;
         }
         self.handshaken = true;
+        metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
         // A new socket is a new extension control plane: sessions bound to this
         // device from an older socket are gone (contract §3.3).
         self.state
@@ -388,6 +392,7 @@ impl Connection {
                     if link.is_closed() {
                         continue;
                     }
+                    telemetry::frame("out", "device", text.len());
                     if self.socket.send(Message::Text(text.into())).await.is_err() {
                         break End::gone("send failed");
                     }
@@ -402,6 +407,7 @@ impl Connection {
                     self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
                     match msg {
                         Message::Text(text) => {
+                            telemetry::frame("in", "device", text.len());
                             if self.on_text(text.as_str(), &link, &mut heartbeat_seen).await.is_err() {
                                 break End::gone("send failed");
                             }

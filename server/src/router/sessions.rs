@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::clock::rfc3339;
+use crate::telemetry::metrics::SESSIONS_OPEN;
 
 /// Why in-flight calls of a session are being aborted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +236,9 @@ impl SessionTable {
     }
 
     pub fn insert(&self, session: Arc<Session>) {
-        self.map().insert(session.id.clone(), session);
+        if self.map().insert(session.id.clone(), session).is_none() {
+            metrics::gauge!(SESSIONS_OPEN).increment(1.0);
+        }
     }
 
     /// The session if it belongs to this tenant and token; otherwise `None`, exactly
@@ -275,7 +278,11 @@ impl SessionTable {
 
     /// Remove it; returns it if it was there.
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        self.map().remove(id)
+        let removed = self.map().remove(id);
+        if removed.is_some() {
+            metrics::gauge!(SESSIONS_OPEN).decrement(1.0);
+        }
+        removed
     }
 
     pub fn list(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
@@ -308,6 +315,7 @@ impl SessionTable {
                 .collect();
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
+        metrics::gauge!(SESSIONS_OPEN).decrement(removed.len() as f64);
         for s in &removed {
             end_session(s, reason);
         }

@@ -1,0 +1,211 @@
+//! Prometheus metrics (the `metrics` facade with the Prometheus exporter), served on
+//! a separate listener (`--metrics-listen`, loopback by default). Recording is a
+//! few atomic operations and never blocks; rendering happens only when scraped.
+//!
+//! Labels are bounded: methods outside the contract's catalogue are counted as
+//! `other`, error codes come from the closed `ErrorCode` set.
+
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio_util::sync::CancellationToken;
+
+pub const DEVICES_CONNECTED: &str = "latchkey_devices_connected";
+pub const AGENT_SOCKETS_OPEN: &str = "latchkey_agent_sockets_open";
+pub const SESSIONS_OPEN: &str = "latchkey_sessions_open";
+pub const CALLS: &str = "latchkey_calls_total";
+pub const CALL_DURATION: &str = "latchkey_call_duration_seconds";
+pub const FRAMES: &str = "latchkey_frames_total";
+pub const BYTES: &str = "latchkey_bytes_total";
+pub const AUTHORIZE: &str = "latchkey_authorize_total";
+pub const REFUSALS: &str = "latchkey_refusals_total";
+pub const REVOCATIONS: &str = "latchkey_revocations_total";
+pub const STORE_ERRORS: &str = "latchkey_store_errors_total";
+pub const DEVICE_DISCONNECTS: &str = "latchkey_device_disconnects_total";
+pub const BUILD_INFO: &str = "latchkey_build_info";
+
+/// Buckets for call latency, in seconds: 1 ms … 10 min.
+const CALL_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    300.0, 600.0,
+];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Install the process-wide recorder once; later calls return the same handle.
+pub fn install() -> Option<PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Full(CALL_DURATION.to_string()), CALL_BUCKETS)
+                .ok()?
+                .install_recorder();
+            match recorder {
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics recorder not installed");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(
+        BUILD_INFO,
+        "Always 1; the version label says which build runs."
+    );
+    describe_gauge!(
+        DEVICES_CONNECTED,
+        "Devices with a handshaken connection on this node."
+    );
+    describe_gauge!(AGENT_SOCKETS_OPEN, "Open agent WebSockets.");
+    describe_gauge!(SESSIONS_OPEN, "Open agent sessions (Agent Windows).");
+    describe_counter!(
+        CALLS,
+        "Agent tool calls by method and outcome (ok or the error code)."
+    );
+    describe_histogram!(
+        CALL_DURATION,
+        Unit::Seconds,
+        "Gateway-side duration of agent tool calls."
+    );
+    describe_counter!(
+        FRAMES,
+        "WebSocket frames by direction (in/out) and peer (device/agent)."
+    );
+    describe_counter!(
+        BYTES,
+        Unit::Bytes,
+        "WebSocket payload bytes by direction and peer."
+    );
+    describe_counter!(
+        AUTHORIZE,
+        "POST /extension/authorize by action and outcome."
+    );
+    describe_counter!(
+        REFUSALS,
+        "Refused requests by reason (rate_limited, capacity_reached, session_busy, ...)."
+    );
+    describe_counter!(REVOCATIONS, "Devices revoked.");
+    describe_counter!(
+        STORE_ERRORS,
+        "Store failures by kind (unavailable, internal)."
+    );
+    describe_counter!(DEVICE_DISCONNECTS, "Device connections ended, by reason.");
+}
+
+/// The methods of the contract's catalogue (§7); anything else is labelled `other`.
+const KNOWN_METHODS: &[&str] = &[
+    "tool.session_start",
+    "tool.session_stop",
+    "tool.tab_list",
+    "tool.tab_create",
+    "tool.tab_close",
+    "tool.tab_select",
+    "tool.tab_borrow",
+    "tool.tab_return",
+    "tool.window_resize",
+    "tool.emulate",
+    "tool.navigate",
+    "tool.navigate_back",
+    "tool.navigate_forward",
+    "tool.reload",
+    "tool.wait_for_navigation",
+    "tool.wait_ms",
+    "tool.click",
+    "tool.hover",
+    "tool.fill",
+    "tool.press",
+    "tool.select",
+    "tool.snapshot",
+    "tool.observe",
+    "tool.get_html",
+    "tool.screenshot",
+    "tool.console",
+    "tool.network",
+    "tool.evaluate",
+    "tool.request_help",
+    "tool.record_start",
+    "tool.record_stop",
+    "tool.record_await",
+];
+
+/// A bounded label for `method`.
+pub fn method_label(method: &str) -> &'static str {
+    KNOWN_METHODS
+        .iter()
+        .copied()
+        .find(|m| *m == method)
+        .unwrap_or("other")
+}
+
+/// Record one finished agent call.
+pub fn call_finished(method: &str, outcome: &'static str, elapsed: Duration) {
+    let method = method_label(method);
+    metrics::counter!(CALLS, "method" => method, "outcome" => outcome).increment(1);
+    metrics::histogram!(CALL_DURATION, "method" => method).record(elapsed.as_secs_f64());
+}
+
+/// Count one refusal.
+pub fn refused(reason: &'static str) {
+    metrics::counter!(REFUSALS, "reason" => reason).increment(1);
+}
+
+/// Count one frame in or out of a device or agent socket.
+pub fn frame(direction: &'static str, peer: &'static str, bytes: usize) {
+    metrics::counter!(FRAMES, "direction" => direction, "peer" => peer).increment(1);
+    metrics::counter!(BYTES, "direction" => direction, "peer" => peer).increment(bytes as u64);
+}
+
+async fn render(State(handle): State<PrometheusHandle>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+}
+
+/// Serve `GET /metrics` on `addr` until `shutdown`; returns the bound address.
+pub async fn serve(
+    addr: SocketAddr,
+    handle: PrometheusHandle,
+    shutdown: CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = Router::new()
+        .route("/metrics", get(render))
+        .with_state(handle);
+    tokio::spawn(async move {
+        let server = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await });
+        if let Err(e) = server.await {
+            tracing::warn!(error = %e, "metrics listener failed");
+        }
+    });
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn labels_are_bounded() {
+        assert_eq!(super::method_label("tool.click"), "tool.click");
+        assert_eq!(
+            super::method_label("tool.anything-an-attacker-sends"),
+            "other"
+        );
+    }
+}

@@ -1,0 +1,6 @@
+//! Logs and metrics. Nothing here records headers, subprotocol values or bodies.
+
+pub mod logging;
+pub mod metrics;
+
+pub use logging::init_logging;
