@@ -80,8 +80,9 @@ VALUE_SETS = {
         "tls": {"existingSecret": "latchkey-pod-tls"},
         "config": {"publicUrl": "wss://gw.example.com", "allowedExtensionIds": ["abcdefghijklmnopabcdefghijklmnop"]},
     },
-    "Gateway API, autoscaler, no persistence": {
+    "Gateway API, autoscaler, no persistence, ServiceMonitor": {
         "httpRoute": {"enabled": True},
+        "metrics": {"serviceMonitor": {"enabled": True}},
         "autoscaling": {"enabled": True},
         "persistence": {"enabled": False},
         "podDisruptionBudget": {"enabled": False},
@@ -135,6 +136,10 @@ def helm() -> None:
                     spec = doc.get("spec", {})
                     check(bool(spec.get("parentRefs")) and bool(spec.get("rules")), f"HTTPRoute ({name}) shape")
                     continue
+                if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+                    ends = doc.get("spec", {}).get("endpoints", [])
+                    check(bool(ends) and ends[0].get("port") == "metrics", f"ServiceMonitor ({name}) shape")
+                    continue
                 try:
                     kubernetes_validate.validate(doc, "1.30.0", strict=True)
                 except Exception as e:  # noqa: BLE001 - report every validation failure
@@ -153,8 +158,25 @@ def helm() -> None:
             pass
 
 
+def grafana() -> None:
+    """The dashboard parses and queries only metrics latchkeyd exports."""
+    import json
+    import re
+
+    dash = json.loads((ROOT / "deploy" / "grafana" / "latchkey.json").read_text())
+    source = (ROOT / "server" / "src" / "telemetry" / "metrics.rs").read_text()
+    exported = set(re.findall(r'pub const \w+: &str = "(latchkey_\w+)"', source))
+    check(bool(exported), "metrics.rs exports metric names")
+    for panel in dash.get("panels", []):
+        for target in panel.get("targets", []):
+            for name in re.findall(r"latchkey_\w+", target.get("expr", "")):
+                base = re.sub(r"_(bucket|count|sum)$", "", name)
+                check(base in exported, f"grafana panel {panel.get('title')!r} queries unknown metric {name}")
+
+
 def main() -> int:
     dockerfile()
+    grafana()
     compose()
     helm()
     if FINDINGS:
