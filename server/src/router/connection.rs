@@ -227,6 +227,21 @@ impl Connection {
         }
         self.handshaken = true;
         metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
+        // Recorded before the device is announced online, so whoever sees it online
+        // also sees its browser.
+        let now = self.state.clock.now_ms();
+        let browser = (
+            params.browser.name.as_str(),
+            params.browser.version.as_str(),
+        );
+        if let Err(e) = self
+            .state
+            .store
+            .record_device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
+            .await
+        {
+            debug!(error = %e, "browser info not recorded");
+        }
         // A new socket is a new extension control plane: sessions bound to this
         // device from an older socket are gone (contract §3.3).
         self.state
@@ -249,19 +264,6 @@ impl Connection {
             .state
             .online
             .store(true, Ordering::Relaxed);
-        let now = self.state.clock.now_ms();
-        let browser = (
-            params.browser.name.as_str(),
-            params.browser.version.as_str(),
-        );
-        if let Err(e) = self
-            .state
-            .store
-            .record_device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
-            .await
-        {
-            debug!(error = %e, "browser info not recorded");
-        }
         info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
         self.state
             .audit
