@@ -219,16 +219,9 @@ impl Connection {
             min_compatible_protocol: Some(GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string()),
         };
         let result = serde_json::to_value(result).unwrap_or_default();
-        if let Err(end) = self
-            .send_frame(Frame::Success(SuccessFrame { id, result }))
-            .await
-        {
-            return end;
-        }
-        self.handshaken = true;
-        metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
-        // Recorded before the device is announced online, so whoever sees it online
-        // also sees its browser.
+        // Everything the device's answer implies is in place before the answer: its
+        // browser is recorded and it is routable. Calls routed now wait in the
+        // outbox, which is written only after the handshake result.
         let now = self.state.clock.now_ms();
         let browser = (
             params.browser.name.as_str(),
@@ -264,6 +257,14 @@ impl Connection {
             .state
             .online
             .store(true, Ordering::Relaxed);
+        self.handshaken = true;
+        metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
+        if let Err(end) = self
+            .send_frame(Frame::Success(SuccessFrame { id, result }))
+            .await
+        {
+            return end;
+        }
         info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
         self.state
             .audit
