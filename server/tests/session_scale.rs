@@ -350,7 +350,12 @@ async fn replacement_fails_in_flight_calls_and_ends_sessions() {
             .await
             .expect("answered")
             .expect("join");
-        assert_eq!((r.status, r.code()), (502, "browser_disconnected"));
+        assert_eq!(
+            (r.status, r.code()),
+            (502, "browser_disconnected"),
+            "{}",
+            r.body
+        );
     }
     assert!(
         wait_until(DEADLINE, || async {

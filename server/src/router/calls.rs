@@ -177,6 +177,18 @@ pub async fn forward(
             "no reply channel",
         )))),
     };
+    // An abort that races the connection's end: the end is the truer story (the
+    // call's outcome is unknown because the browser went away), so report that.
+    let outcome = match outcome {
+        Outcome::Aborted(why) => match inflight.reply.as_mut().map(|r| r.try_recv()) {
+            Some(Ok(reply)) => Outcome::Answered(Ok(reply)),
+            _ if inflight.link.is_closed() => {
+                Outcome::Answered(Ok(Err(inflight.link.close_reason())))
+            }
+            _ => Outcome::Aborted(why),
+        },
+        other => other,
+    };
     // Only an answer ends the call here; every other outcome drops `inflight`, which
     // sends the cancel and holds the session for the grace in the background.
     match outcome {
@@ -197,11 +209,19 @@ pub async fn forward(
             ErrorCode::UserAborted,
             "tool dispatch interrupted by user",
         )),
+        Outcome::Aborted(Some(Abort::BrowserGone)) => Err(inflight_gone()),
         Outcome::Aborted(_) => Err(ErrorBody::new(
             ErrorCode::Cancelled,
             "the session is stopping",
         )),
     }
+}
+
+fn inflight_gone() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::BrowserDisconnected,
+        "owning browser is no longer connected",
+    )
 }
 
 /// `tool.wait_ms`, answered by the gateway itself (contract §7.4).

@@ -510,7 +510,7 @@ impl Connection {
             session.emit(SessionEvent::WindowClosed {
                 session_id: session.id.clone(),
             });
-            end_session(&session, "window_closed");
+            end_session(&session, "window_closed", Abort::SessionEnding);
         } else {
             session.abort(Abort::UserInterrupt);
             session.arm_marker();

@@ -182,7 +182,7 @@ pub async fn stop(
     }
     let Some(link) = state.registry.link(&session.device_id) else {
         state.sessions.remove(&session.id);
-        end_session(session, "browser gone");
+        end_session(session, "browser gone", Abort::SessionEnding);
         return Ok(StopSessionResult {
             stopped: true,
             returned_tab_ids: vec![],
@@ -205,7 +205,7 @@ pub async fn stop(
                 .unwrap_or_default();
             if failures.is_empty() {
                 state.sessions.remove(&session.id);
-                end_session(session, reason);
+                end_session(session, reason, Abort::SessionEnding);
                 Ok(StopSessionResult {
                     stopped: true,
                     returned_tab_ids: returned,
@@ -224,7 +224,7 @@ pub async fn stop(
         Err(e) if e.code == ErrorCode::NotFound => {
             // The extension no longer knows it: it is gone either way.
             state.sessions.remove(&session.id);
-            end_session(session, reason);
+            end_session(session, reason, Abort::SessionEnding);
             Ok(StopSessionResult {
                 stopped: true,
                 returned_tab_ids: vec![],

@@ -129,6 +129,14 @@ impl DeviceLink {
         self.closed.cancel();
     }
 
+    /// Why the link closed (or a generic disconnect if it has not).
+    pub fn close_reason(&self) -> ErrorBody {
+        self.state()
+            .closed
+            .clone()
+            .unwrap_or_else(|| reason_for_close(None))
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }

@@ -22,6 +22,8 @@ pub enum Abort {
     UserInterrupt,
     /// The session is stopping or ending.
     SessionEnding,
+    /// The browser's connection ended (disconnect, replacement, revocation).
+    BrowserGone,
 }
 
 #[derive(Debug)]
@@ -317,16 +319,17 @@ impl SessionTable {
         };
         metrics::gauge!(SESSIONS_OPEN).decrement(removed.len() as f64);
         for s in &removed {
-            end_session(s, reason);
+            end_session(s, reason, Abort::BrowserGone);
         }
         removed.len()
     }
 }
 
-/// Mark a removed session ended, abort its calls and tell its listeners.
-pub fn end_session(session: &Session, reason: &str) {
+/// Mark a removed session ended, abort its calls (callers learn `why`) and tell its
+/// listeners.
+pub fn end_session(session: &Session, reason: &str, why: Abort) {
     if session.end() {
-        session.abort(Abort::SessionEnding);
+        session.abort(why);
         session.emit(SessionEvent::SessionEnded {
             session_id: session.id.clone(),
             reason: reason.to_string(),
