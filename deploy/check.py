@@ -78,7 +78,11 @@ VALUE_SETS = {
         "database": {"existingSecret": "latchkey-db"},
         "ingress": {"enabled": True, "tlsSecret": "latchkey-tls"},
         "tls": {"existingSecret": "latchkey-pod-tls"},
-        "config": {"publicUrl": "wss://gw.example.com", "allowedExtensionIds": ["abcdefghijklmnopabcdefghijklmnop"]},
+        "config": {
+            "publicUrl": "wss://gw.example.com",
+            "allowedExtensionIds": ["abcdefghijklmnopabcdefghijklmnop"],
+            "tracing": {"otlpEndpoint": "http://otel-collector:4318/v1/traces", "sampleRatio": 0.25},
+        },
     },
     "Gateway API, autoscaler, no persistence, ServiceMonitor": {
         "httpRoute": {"enabled": True},

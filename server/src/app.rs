@@ -71,6 +71,8 @@ async fn request_span(request: Request, next: Next) -> Response {
         path = %request.uri().path(),
         tenant = tracing::field::Empty,
     );
+    // An agent's `traceparent` makes this request part of its trace.
+    crate::telemetry::otel::adopt_parent(&span, request.headers());
     async move {
         let response = next.run(request).await;
         tracing::debug!(status = response.status().as_u16(), "request done");

@@ -99,6 +99,9 @@ pub struct ConfigArgs {
     /// Where Prometheus scrapes /metrics [default: 127.0.0.1:9652].
     #[arg(long, global = true, env = "LATCHKEY_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces (off by default).
+    #[arg(long, global = true, env = "LATCHKEY_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl ConfigArgs {
@@ -140,6 +143,9 @@ impl ConfigArgs {
         }
         if let Some(v) = self.metrics_listen {
             c.metrics_listen = Some(v);
+        }
+        if let Some(v) = &self.otlp_endpoint {
+            c.tracing.otlp_endpoint = Some(v.clone());
         }
         Ok(c)
     }
@@ -207,7 +213,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<ExitCode> {
-    telemetry::init_logging(config.log_format).map_err(anyhow::Error::msg)?;
+    let traces = crate::telemetry::otel::provider(&config.tracing)?;
+    telemetry::init_logging(config.log_format, traces.as_ref()).map_err(anyhow::Error::msg)?;
     let data_dir = config.data_dir.clone();
     let handle = crate::bind(config).await?;
     if let Some(b) = &handle.bootstrap {
@@ -225,6 +232,11 @@ async fn serve(config: Config) -> anyhow::Result<ExitCode> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     handle.shutdown().await;
+    if let Some(traces) = traces
+        && let Err(e) = traces.shutdown()
+    {
+        eprintln!("latchkeyd: trace export did not flush: {e}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -141,6 +141,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Where Prometheus scrapes `/metrics` (keep it private: loopback or a pod port).
     pub metrics_listen: Option<SocketAddr>,
+    /// OpenTelemetry trace export (off unless an endpoint is set).
+    pub tracing: crate::telemetry::otel::TracingConfig,
     pub limits: Limits,
 }
 
@@ -158,6 +160,7 @@ impl Default for Config {
             service_name: "Latchkey".to_string(),
             log_format: LogFormat::Human,
             metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT))),
+            tracing: crate::telemetry::otel::TracingConfig::default(),
             limits: Limits::default(),
         }
     }
@@ -307,6 +310,9 @@ impl Config {
         }
         if !(1..=60_000).contains(&l.authorize_per_minute) {
             problem("limits.authorize_per_minute must be 1..=60000".into());
+        }
+        for p in self.tracing.problems() {
+            problem(p);
         }
         if l.max_calls_in_flight_per_device == 0 {
             problem("limits.max_calls_in_flight_per_device must be at least 1".into());

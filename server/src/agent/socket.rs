@@ -221,9 +221,25 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             (state.clone(), p.clone(), out_tx.clone(), running.clone());
         let answered = Arc::new(AtomicBool::new(false));
         let answered_by_task = answered.clone();
+        // A `traceparent` in the params joins the agent's trace; it is not forwarded.
+        let mut request = request;
+        let traceparent = request
+            .params
+            .as_mut()
+            .and_then(|v| v.as_object_mut())
+            .and_then(|m| m.remove("traceparent"))
+            .and_then(|v| v.as_str().map(str::to_string));
+        let span = tracing::info_span!(
+            "agent_request",
+            method = telemetry::method_label(&request.method)
+        );
+        if let Some(tp) = &traceparent {
+            crate::telemetry::otel::adopt_traceparent(&span, tp);
+        }
         let task = tokio::spawn(async move {
             let request_id = request.id.clone();
-            let result = handle(&state, &p, request, &out).await;
+            let result =
+                tracing::Instrument::instrument(handle(&state, &p, request, &out), span).await;
             if answered_by_task.swap(true, Ordering::SeqCst) {
                 return;
             }

@@ -251,7 +251,14 @@ pub async fn call(
 ) -> Result<Value, ErrorBody> {
     let started = std::time::Instant::now();
     let method = call.method.clone();
-    let result = run_call(state, session, call).await;
+    let span = tracing::info_span!(
+        "call",
+        method = telemetry::method_label(&method),
+        session = %session.id,
+        device = %session.device_id,
+        tenant = %session.tenant_id,
+    );
+    let result = tracing::Instrument::instrument(run_call(state, session, call), span).await;
     let outcome = match &result {
         Ok(_) => "ok",
         Err(e) => {

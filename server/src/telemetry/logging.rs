@@ -1,28 +1,36 @@
 //! Logging through `tracing`: human or JSON lines, filtered by `LATCHKEY_LOG`
-//! (`RUST_LOG` syntax; default `info`). Nothing here or anywhere else records
-//! headers, subprotocol values or bodies: spans carry method, path and ids only.
+//! (`RUST_LOG` syntax; default `info`), plus the OpenTelemetry layer when OTLP export
+//! is configured. Nothing here or anywhere else records headers, subprotocol values
+//! or bodies: spans carry method, path and ids only.
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 use crate::config::LogFormat;
 
 /// Install the global subscriber. Safe to call once per process.
-pub fn init_logging(format: LogFormat) -> Result<(), String> {
+pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Result<(), String> {
     let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt()
-        .with_env_filter(filter)
+    let base = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    let result = match format {
-        LogFormat::Human => builder.try_init(),
-        LogFormat::Json => builder
+    let lines = match format {
+        LogFormat::Human => base.boxed(),
+        LogFormat::Json => base
             .json()
             .flatten_event(true)
             .with_current_span(true)
-            .try_init(),
+            .boxed(),
     };
-    result.map_err(|e| e.to_string())
+    let otel = traces.map(super::otel::layer);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(otel)
+        .try_init()
+        .map_err(|e| e.to_string())
 }

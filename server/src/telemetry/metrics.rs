@@ -30,6 +30,7 @@ pub const REVOCATIONS: &str = "latchkey_revocations_total";
 pub const STORE_ERRORS: &str = "latchkey_store_errors_total";
 pub const DEVICE_DISCONNECTS: &str = "latchkey_device_disconnects_total";
 pub const BUILD_INFO: &str = "latchkey_build_info";
+pub const SPANS_DROPPED: &str = "latchkey_spans_dropped_total";
 
 /// Buckets for call latency, in seconds: 1 ms … 10 min.
 const CALL_BUCKETS: &[f64] = &[
@@ -105,6 +106,10 @@ fn describe() {
         "Store failures by kind (unavailable, internal)."
     );
     describe_counter!(DEVICE_DISCONNECTS, "Device connections ended, by reason.");
+    describe_counter!(
+        SPANS_DROPPED,
+        "Trace spans the OTLP exporter could not deliver."
+    );
 }
 
 /// The methods of the contract's catalogue (§7); anything else is labelled `other`.

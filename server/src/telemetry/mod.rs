@@ -2,5 +2,6 @@
 
 pub mod logging;
 pub mod metrics;
+pub mod otel;
 
 pub use logging::init_logging;
