@@ -141,6 +141,9 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Where Prometheus scrapes `/metrics` (keep it private: loopback or a pod port).
     pub metrics_listen: Option<SocketAddr>,
+    /// Add a `tenant` label to call metrics: one series per tenant and method, so
+    /// only for a bounded number of tenants.
+    pub metrics_tenant_label: bool,
     /// OpenTelemetry trace export (off unless an endpoint is set).
     pub tracing: crate::telemetry::otel::TracingConfig,
     pub limits: Limits,
@@ -160,6 +163,7 @@ impl Default for Config {
             service_name: "Latchkey".to_string(),
             log_format: LogFormat::Human,
             metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT))),
+            metrics_tenant_label: false,
             tracing: crate::telemetry::otel::TracingConfig::default(),
             limits: Limits::default(),
         }

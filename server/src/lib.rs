@@ -61,7 +61,7 @@ pub enum BindError {
 /// Open the configured store (PostgreSQL when a database URL is set, else SQLite).
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     let limits = &config.limits;
-    Ok(match &config.database_url {
+    let store: Arc<dyn Store> = match &config.database_url {
         Some(url) => Arc::new(
             PostgresStore::connect(url, Duration::from_millis(limits.pg_acquire_timeout_ms))
                 .await?,
@@ -73,7 +73,8 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
             )
             .await?,
         ),
-    })
+    };
+    Ok(Arc::new(crate::store::TimedStore::new(store)))
 }
 
 /// A running server.

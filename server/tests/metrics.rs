@@ -198,6 +198,32 @@ async fn metrics_after_a_workload() {
     let m = scrape(&server).await;
     assert_eq!(value(&m, "latchkey_revocations_total"), 1.0);
     assert_eq!(
+        value(&m, "latchkey_revoke_close_seconds_count"),
+        1.0,
+        "revoke → close latency observed"
+    );
+    assert!(
+        value(
+            &m,
+            "latchkey_store_query_seconds_count{op=\"revoke_device\"}"
+        ) >= 1.0
+    );
+    assert!(
+        value(
+            &m,
+            "latchkey_store_query_seconds_count{op=\"redeem_pairing\"}"
+        ) >= 1.0
+    );
+    assert!(
+        value(&m, "latchkey_frames_dropped_total{reason=\"unknown_id\"}") >= 1.0,
+        "the cancel ack has no waiter"
+    );
+    assert_eq!(
+        value(&m, "latchkey_outbox_frames"),
+        0.0,
+        "nothing left queued"
+    );
+    assert_eq!(
         value(
             &m,
             "latchkey_device_disconnects_total{reason=\"closed by server\"}"

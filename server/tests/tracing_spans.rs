@@ -80,6 +80,29 @@ async fn a_relayed_call_continues_the_agents_trace() {
     );
     assert!(attrs.iter().any(|a| a.starts_with("session=")), "{attrs:?}");
 
+    // The other spans of the run: pairing, handshake, session start.
+    let named = |name: &str| spans.iter().filter(|s| s.name == name).collect::<Vec<_>>();
+    let attr = |s: &opentelemetry_sdk::trace::SpanData, key: &str| {
+        s.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+    assert!(
+        named("authorize")
+            .iter()
+            .any(|s| attr(s, "action").as_deref() == Some("pair")
+                && attr(s, "outcome").as_deref() == Some("ok")),
+        "an authorize span for the pairing"
+    );
+    assert!(!named("handshake").is_empty(), "a handshake span");
+    assert!(
+        named("session_start")
+            .iter()
+            .any(|s| attr(s, "session").as_deref() == Some(session.id.as_str()))
+    );
+    assert_eq!(attr(call, "outcome").as_deref(), Some("ok"));
+
     // No secret in any span of the run.
     let everything: String = spans
         .iter()

@@ -115,11 +115,13 @@ pub async fn revoke(
 ) -> Result<Json<DeviceView>, ApiError> {
     let id = checked_id(&id)?;
     let now = state.clock.now_ms();
-    let d = state
-        .store
-        .revoke_device(&p.tenant_id, id, now)
-        .await?
-        .ok_or_else(|| ApiError::not_found("device"))?;
+    let span = tracing::info_span!("revoke", tenant = %p.tenant_id, device = %id);
+    let revoked = tracing::Instrument::instrument(
+        state.store.revoke_device(&p.tenant_id, id, now),
+        span.clone(),
+    )
+    .await;
+    let d = revoked?.ok_or_else(|| ApiError::not_found("device"))?;
     let was_online = state.registry.close(id, CloseCode::Revoked);
     metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(1);
     tracing::info!(tenant = %p.tenant_id, device = %id, was_online, "device revoked");

@@ -66,7 +66,15 @@ pub async fn authorize(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    match authorize_inner(&state, peer, request).await {
+    let span = tracing::info_span!(
+        "authorize",
+        action = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    );
+    let result =
+        tracing::Instrument::instrument(authorize_inner(&state, peer, request), span.clone()).await;
+    span.record("outcome", if result.is_ok() { "ok" } else { "refused" });
+    match result {
         Ok(grant) => {
             metrics::counter!(telemetry::AUTHORIZE, "outcome" => "ok").increment(1);
             let mut response = Json(grant).into_response();
@@ -120,6 +128,11 @@ async fn authorize_inner(
     if !is_token_shaped(&body.next_token) {
         return Err(Refusal::BAD_REQUEST);
     }
+    let action = match body.action {
+        AuthorizeAction::Pair => "pair",
+        AuthorizeAction::Renew => "renew",
+    };
+    tracing::Span::current().record("action", action);
     match body.action {
         AuthorizeAction::Pair => pair(state, &credential, &body, client).await,
         AuthorizeAction::Renew => renew(state, &credential, &body).await,

@@ -257,8 +257,10 @@ pub async fn call(
         session = %session.id,
         device = %session.device_id,
         tenant = %session.tenant_id,
+        outcome = tracing::field::Empty,
     );
-    let result = tracing::Instrument::instrument(run_call(state, session, call), span).await;
+    let result =
+        tracing::Instrument::instrument(run_call(state, session, call), span.clone()).await;
     let outcome = match &result {
         Ok(_) => "ok",
         Err(e) => {
@@ -277,7 +279,12 @@ pub async fn call(
             e.code.as_str()
         }
     };
-    telemetry::call_finished(&method, outcome, started.elapsed());
+    span.record("outcome", outcome);
+    let tenant = state
+        .config
+        .metrics_tenant_label
+        .then_some(session.tenant_id.as_str());
+    telemetry::call_finished(&method, outcome, started.elapsed(), tenant);
     result
 }
 

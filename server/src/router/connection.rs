@@ -164,6 +164,9 @@ impl Connection {
         {
             return;
         }
+        if let Some(since) = self.registration.state.revoked_since() {
+            metrics::histogram!(telemetry::REVOKE_CLOSE).record(since.elapsed().as_secs_f64());
+        }
         let _ = timeout(bound, async {
             while let Some(Ok(m)) = self.socket.recv().await {
                 if matches!(m, Message::Close(_)) {
@@ -200,7 +203,7 @@ impl Connection {
         let mut close_rx = self.registration.close.clone();
         let shutdown = self.state.shutdown.clone();
         let handshake = tokio::select! {
-            r = timeout(handshake_timeout, self.read_handshake()) => match r {
+            r = tracing::Instrument::instrument(timeout(handshake_timeout, self.read_handshake()), info_span!("handshake")) => match r {
                 Err(_) => return End::close(CloseCode::PolicyViolation, "handshake timeout"),
                 Ok(r) => r,
             },
@@ -391,8 +394,10 @@ impl Connection {
         let end = loop {
             tokio::select! {
                 Some(text) = outbox.recv() => {
+                    metrics::gauge!(telemetry::OUTBOX_FRAMES).decrement(1.0);
                     // Nothing more goes out once the link is closed (revocation).
                     if link.is_closed() {
+                        telemetry::frame_dropped("link_closed");
                         continue;
                     }
                     telemetry::frame("out", "device", text.len());
@@ -416,8 +421,9 @@ impl Connection {
                             }
                         }
                         Message::Close(_) => break End::gone("peer closed"),
-                        // Ping is answered by the WebSocket layer; binary is ignored (§1.1).
-                        Message::Binary(_) | Message::Ping(_) | Message::Pong(_) => {}
+                        // Binary is ignored (§1.1); Ping is answered by the WebSocket layer.
+                        Message::Binary(_) => telemetry::frame_dropped("binary"),
+                        Message::Ping(_) | Message::Pong(_) => {}
                     }
                 }
                 _ = reaper.tick() => {
@@ -449,6 +455,11 @@ impl Connection {
                 }
             }
         };
+        // Frames still queued will never be written.
+        while outbox.try_recv().is_ok() {
+            metrics::gauge!(telemetry::OUTBOX_FRAMES).decrement(1.0);
+            telemetry::frame_dropped("link_closed");
+        }
         self.link = Some((link, outbox));
         end
     }
@@ -461,7 +472,10 @@ impl Connection {
     ) -> Result<(), End> {
         match Frame::parse(text) {
             // Non-JSON and undecodable frames are dropped without a reply (§1.1).
-            Err(e) => debug!(reason = e.code(), "undecodable frame dropped"),
+            Err(e) => {
+                telemetry::frame_dropped("undecodable");
+                debug!(reason = e.code(), "undecodable frame dropped");
+            }
             Ok(Frame::Event(event)) => match event.event.as_str() {
                 methods::EVENT_HEARTBEAT => *heartbeat_seen = true,
                 methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
@@ -481,8 +495,16 @@ impl Connection {
                 }))
                 .await?;
             }
-            Ok(Frame::Success(r)) => link.complete(&r.id, Ok(r.result)),
-            Ok(Frame::Error(r)) => link.complete(&r.id, Err(r.error)),
+            Ok(Frame::Success(r)) => {
+                if !link.complete(&r.id, Ok(r.result)) {
+                    telemetry::frame_dropped("unknown_id");
+                }
+            }
+            Ok(Frame::Error(r)) => {
+                if !link.complete(&r.id, Err(r.error)) {
+                    telemetry::frame_dropped("unknown_id");
+                }
+            }
         }
         Ok(())
     }

@@ -57,6 +57,20 @@ pub async fn start(
     principal: &Principal,
     req: StartSessionRequest,
 ) -> Result<Arc<Session>, ErrorBody> {
+    let span = tracing::info_span!("session_start", tenant = %principal.tenant_id, session = tracing::field::Empty);
+    let result =
+        tracing::Instrument::instrument(start_session(state, principal, req), span.clone()).await;
+    if let Ok(s) = &result {
+        span.record("session", tracing::field::display(&s.id));
+    }
+    result
+}
+
+async fn start_session(
+    state: &AppState,
+    principal: &Principal,
+    req: StartSessionRequest,
+) -> Result<Arc<Session>, ErrorBody> {
     let size_ok = |v: u32| (100..=7680).contains(&v);
     match (req.width, req.height) {
         (None, None) => {}
@@ -162,6 +176,15 @@ pub async fn start(
 /// Stop a session: refuse new calls, abort one in flight, then `tool.session_stop`.
 /// When tabs could not be returned the session stays open so the stop can be retried.
 pub async fn stop(
+    state: &AppState,
+    session: &Arc<Session>,
+    reason: &str,
+) -> Result<StopSessionResult, ErrorBody> {
+    let span = tracing::info_span!("session_stop", tenant = %session.tenant_id, session = %session.id, device = %session.device_id);
+    tracing::Instrument::instrument(stop_session(state, session, reason), span).await
+}
+
+async fn stop_session(
     state: &AppState,
     session: &Arc<Session>,
     reason: &str,

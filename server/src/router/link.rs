@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::telemetry::metrics::OUTBOX_FRAMES;
+
 /// An answer from the extension: its result, or its error (or the gateway's, when
 /// the connection ended first).
 pub type Reply = Result<Value, ErrorBody>;
@@ -76,6 +78,7 @@ impl DeviceLink {
         // and the send: after `close` returns, nothing new is queued.
         match self.outbox.try_send(Frame::Request(request).to_text()) {
             Ok(()) => {
+                metrics::gauge!(OUTBOX_FRAMES).increment(1.0);
                 state.pending.insert(id, tx);
                 Ok(rx)
             }
@@ -98,13 +101,24 @@ impl DeviceLink {
             methods::CANCEL,
             Some(json!({ "rpc_id": rpc_id })),
         );
-        let _ = self.outbox.try_send(Frame::Request(request).to_text());
+        if self
+            .outbox
+            .try_send(Frame::Request(request).to_text())
+            .is_ok()
+        {
+            metrics::gauge!(OUTBOX_FRAMES).increment(1.0);
+        }
     }
 
-    /// Deliver an answer (called by the connection task). Unknown ids are ignored.
-    pub fn complete(&self, id: &str, reply: Reply) {
-        if let Some(tx) = self.state().pending.remove(id) {
-            let _ = tx.send(reply);
+    /// Deliver an answer (called by the connection task). Unknown ids (late replies,
+    /// cancel acks) are ignored; returns whether someone was waiting.
+    pub fn complete(&self, id: &str, reply: Reply) -> bool {
+        match self.state().pending.remove(id) {
+            Some(tx) => {
+                let _ = tx.send(reply);
+                true
+            }
+            None => false,
         }
     }
 

@@ -22,6 +22,15 @@ pub struct ConnectionState {
     pub online: AtomicBool,
     /// Last inbound frame, Unix ms.
     pub last_seen_ms: AtomicI64,
+    /// When a revocation asked this socket to close (for the revoke → close latency).
+    revoked_at: Mutex<Option<std::time::Instant>>,
+}
+
+impl ConnectionState {
+    /// When a revocation signalled this socket, if one did.
+    pub fn revoked_since(&self) -> Option<std::time::Instant> {
+        *self.revoked_at.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 #[derive(Debug)]
@@ -159,6 +168,10 @@ impl DeviceRegistry {
     pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
         match self.entries().get(device_id) {
             Some(e) => {
+                if code == CloseCode::Revoked {
+                    *e.state.revoked_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(std::time::Instant::now());
+                }
                 if let Some(link) = &e.link {
                     link.close(reason_for_close(Some(code)));
                 }

@@ -14,6 +14,7 @@ mod postgres;
 mod records;
 mod sql;
 mod sqlite;
+mod timed;
 
 use async_trait::async_trait;
 
@@ -21,6 +22,7 @@ pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use records::*;
 pub use sqlite::SqliteStore;
+pub use timed::TimedStore;
 
 /// What `rotate_device_token` found.
 #[derive(Debug, Clone)]

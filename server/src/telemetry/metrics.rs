@@ -31,6 +31,15 @@ pub const STORE_ERRORS: &str = "latchkey_store_errors_total";
 pub const DEVICE_DISCONNECTS: &str = "latchkey_device_disconnects_total";
 pub const BUILD_INFO: &str = "latchkey_build_info";
 pub const SPANS_DROPPED: &str = "latchkey_spans_dropped_total";
+pub const FRAMES_DROPPED: &str = "latchkey_frames_dropped_total";
+pub const OUTBOX_FRAMES: &str = "latchkey_outbox_frames";
+pub const REVOKE_CLOSE: &str = "latchkey_revoke_close_seconds";
+pub const STORE_QUERY: &str = "latchkey_store_query_seconds";
+
+/// Buckets for fast operations (store queries, revoke → close), in seconds.
+const FAST_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
 
 /// Buckets for call latency, in seconds: 1 ms … 10 min.
 const CALL_BUCKETS: &[f64] = &[
@@ -46,6 +55,10 @@ pub fn install() -> Option<PrometheusHandle> {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Full(CALL_DURATION.to_string()), CALL_BUCKETS)
+                .ok()?
+                .set_buckets_for_metric(Matcher::Full(REVOKE_CLOSE.to_string()), FAST_BUCKETS)
+                .ok()?
+                .set_buckets_for_metric(Matcher::Full(STORE_QUERY.to_string()), FAST_BUCKETS)
                 .ok()?
                 .install_recorder();
             match recorder {
@@ -157,11 +170,27 @@ pub fn method_label(method: &str) -> &'static str {
         .unwrap_or("other")
 }
 
-/// Record one finished agent call.
-pub fn call_finished(method: &str, outcome: &'static str, elapsed: Duration) {
+/// Record one finished agent call. `tenant` is given only when the operator turned
+/// the tenant label on (`metrics_tenant_label`): one series per tenant and method.
+pub fn call_finished(method: &str, outcome: &'static str, elapsed: Duration, tenant: Option<&str>) {
     let method = method_label(method);
-    metrics::counter!(CALLS, "method" => method, "outcome" => outcome).increment(1);
-    metrics::histogram!(CALL_DURATION, "method" => method).record(elapsed.as_secs_f64());
+    match tenant {
+        None => {
+            metrics::counter!(CALLS, "method" => method, "outcome" => outcome).increment(1);
+            metrics::histogram!(CALL_DURATION, "method" => method).record(elapsed.as_secs_f64());
+        }
+        Some(t) => {
+            let t = t.to_string();
+            metrics::counter!(CALLS, "method" => method, "outcome" => outcome, "tenant" => t.clone()).increment(1);
+            metrics::histogram!(CALL_DURATION, "method" => method, "tenant" => t)
+                .record(elapsed.as_secs_f64());
+        }
+    }
+}
+
+/// Count one frame dropped without processing, by reason.
+pub fn frame_dropped(reason: &'static str) {
+    metrics::counter!(FRAMES_DROPPED, "reason" => reason).increment(1);
 }
 
 /// Count one refusal.

@@ -63,7 +63,11 @@ pub async fn accept_loop(
             match acceptor {
                 None => serve_connection(stream, peer, app, setup_timeout, shutdown).await,
                 Some(acceptor) => {
-                    match tokio::time::timeout(setup_timeout, acceptor.accept(stream)).await {
+                    let handshake = tracing::Instrument::instrument(
+                        tokio::time::timeout(setup_timeout, acceptor.accept(stream)),
+                        tracing::debug_span!("tls_accept", %peer),
+                    );
+                    match handshake.await {
                         Ok(Ok(tls)) => {
                             serve_connection(tls, peer, app, setup_timeout, shutdown).await
                         }

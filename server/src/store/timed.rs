@@ -1,0 +1,198 @@
+//! A `Store` decorator that times every operation into
+//! `latchkey_store_query_seconds{op}` (both backends, one place).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::telemetry::metrics::STORE_QUERY;
+
+#[derive(Clone)]
+pub struct TimedStore {
+    inner: Arc<dyn Store>,
+}
+
+impl TimedStore {
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        Self { inner }
+    }
+}
+
+macro_rules! timed {
+    ($op:literal, $call:expr) => {{
+        let started = Instant::now();
+        let result = $call.await;
+        metrics::histogram!(STORE_QUERY, "op" => $op).record(started.elapsed().as_secs_f64());
+        result
+    }};
+}
+
+#[async_trait]
+impl Store for TimedStore {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    async fn migrate(&self) -> Result<(), StoreError> {
+        timed!("migrate", self.inner.migrate())
+    }
+    async fn ping(&self) -> Result<(), StoreError> {
+        timed!("ping", self.inner.ping())
+    }
+    async fn create_tenant(&self, tenant: &TenantRecord) -> Result<(), StoreError> {
+        timed!("create_tenant", self.inner.create_tenant(tenant))
+    }
+    async fn list_tenants(&self) -> Result<Vec<TenantRecord>, StoreError> {
+        timed!("list_tenants", self.inner.list_tenants())
+    }
+    async fn tenant_by_name(&self, name: &str) -> Result<Option<TenantRecord>, StoreError> {
+        timed!("tenant_by_name", self.inner.tenant_by_name(name))
+    }
+    async fn bootstrap(
+        &self,
+        tenant: &TenantRecord,
+        token: &ApiTokenRecord,
+    ) -> Result<bool, StoreError> {
+        timed!("bootstrap", self.inner.bootstrap(tenant, token))
+    }
+    async fn insert_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
+        timed!("insert_api_token", self.inner.insert_api_token(token))
+    }
+    async fn api_token_by_hash(&self, hash: &str) -> Result<Option<ApiTokenRecord>, StoreError> {
+        timed!("api_token_by_hash", self.inner.api_token_by_hash(hash))
+    }
+    async fn list_api_tokens(&self, tenant_id: &str) -> Result<Vec<ApiTokenRecord>, StoreError> {
+        timed!("list_api_tokens", self.inner.list_api_tokens(tenant_id))
+    }
+    async fn revoke_api_token(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<ApiTokenRecord>, StoreError> {
+        timed!(
+            "revoke_api_token",
+            self.inner.revoke_api_token(tenant_id, id, now)
+        )
+    }
+    async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError> {
+        timed!(
+            "touch_api_token",
+            self.inner.touch_api_token(tenant_id, id, now)
+        )
+    }
+    async fn insert_pairing(
+        &self,
+        pairing: &NewPairing,
+        now: i64,
+        max_unused: i64,
+    ) -> Result<bool, StoreError> {
+        timed!(
+            "insert_pairing",
+            self.inner.insert_pairing(pairing, now, max_unused)
+        )
+    }
+    async fn redeem_pairing(
+        &self,
+        secret_hash: &str,
+        device: &NewDevice,
+    ) -> Result<Option<DeviceRecord>, StoreError> {
+        timed!(
+            "redeem_pairing",
+            self.inner.redeem_pairing(secret_hash, device)
+        )
+    }
+    async fn device_by_token_hash(&self, hash: &str) -> Result<Option<DeviceRecord>, StoreError> {
+        timed!(
+            "device_by_token_hash",
+            self.inner.device_by_token_hash(hash)
+        )
+    }
+    async fn rotate_device_token(
+        &self,
+        bearer_hash: &str,
+        next_hash: &str,
+        grant: GrantTimes,
+    ) -> Result<RotateOutcome, StoreError> {
+        timed!(
+            "rotate_device_token",
+            self.inner
+                .rotate_device_token(bearer_hash, next_hash, grant)
+        )
+    }
+    async fn device(&self, tenant_id: &str, id: &str) -> Result<Option<DeviceRecord>, StoreError> {
+        timed!("device", self.inner.device(tenant_id, id))
+    }
+    async fn list_devices(&self, tenant_id: &str) -> Result<Vec<DeviceRecord>, StoreError> {
+        timed!("list_devices", self.inner.list_devices(tenant_id))
+    }
+    async fn rename_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        label: &str,
+    ) -> Result<Option<DeviceRecord>, StoreError> {
+        timed!(
+            "rename_device",
+            self.inner.rename_device(tenant_id, id, label)
+        )
+    }
+    async fn revoke_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<DeviceRecord>, StoreError> {
+        timed!(
+            "revoke_device",
+            self.inner.revoke_device(tenant_id, id, now)
+        )
+    }
+    async fn revoke_all_devices(
+        &self,
+        tenant_id: &str,
+        now: i64,
+    ) -> Result<(Vec<String>, u64), StoreError> {
+        timed!(
+            "revoke_all_devices",
+            self.inner.revoke_all_devices(tenant_id, now)
+        )
+    }
+    async fn ensure_local_device(
+        &self,
+        tenant_id: &str,
+        device: &NewDevice,
+    ) -> Result<DeviceRecord, StoreError> {
+        timed!(
+            "ensure_local_device",
+            self.inner.ensure_local_device(tenant_id, device)
+        )
+    }
+    async fn record_device_seen(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        at: i64,
+        browser: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        timed!(
+            "record_device_seen",
+            self.inner.record_device_seen(tenant_id, id, at, browser)
+        )
+    }
+    async fn insert_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError> {
+        timed!("insert_audit", self.inner.insert_audit(event))
+    }
+    async fn list_audit(
+        &self,
+        tenant_id: &str,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        timed!(
+            "list_audit",
+            self.inner.list_audit(tenant_id, before, limit)
+        )
+    }
+}
