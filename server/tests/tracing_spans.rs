@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use futures_util::{SinkExt, StreamExt};
+use latchkey_testkit::tokio_tungstenite::tungstenite::Message;
+use latchkey_testkit::tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use latchkey_testkit::{Backend, TestServer};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SimpleSpanProcessor};
@@ -15,6 +18,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_SPAN: &str = "00f067aa0ba902b7";
+const SOCKET_TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relayed_call_continues_the_agents_trace() {
@@ -48,9 +52,55 @@ async fn a_relayed_call_continues_the_agents_trace() {
         .await
         .expect("call");
     assert_eq!(resp.status().as_u16(), 200);
+    // The same over the agent socket: a `traceparent` member in the params.
+    let mut req = format!("ws://{}/v1/agent", server.addr())
+        .into_client_request()
+        .expect("request");
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", agent.token).parse().expect("header"),
+    );
+    let (mut ws, _) = latchkey_testkit::tokio_tungstenite::connect_async(req)
+        .await
+        .expect("agent socket");
+    let frame = json!({"id": "t1", "method": "tool.snapshot", "params": {
+        "session_id": session.id, "traceparent": format!("00-{SOCKET_TRACE_ID}-{PARENT_SPAN}-01")}});
+    ws.send(Message::text(frame.to_string()))
+        .await
+        .expect("send");
+    loop {
+        let msg = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next())
+            .await
+            .expect("answer")
+            .expect("open")
+            .expect("ok");
+        if let Message::Text(t) = msg
+            && t.as_str().contains("\"t1\"")
+        {
+            assert!(t.as_str().contains("result"), "{t}");
+            assert!(
+                !t.as_str().contains("traceparent"),
+                "traceparent is not forwarded to the browser: {t}"
+            );
+            break;
+        }
+    }
     let _ = provider.force_flush();
 
     let spans = exporter.get_finished_spans().expect("spans");
+    let socket_request = spans
+        .iter()
+        .find(|s| {
+            s.name == "agent_request" && s.span_context.trace_id().to_string() == SOCKET_TRACE_ID
+        })
+        .expect("an agent_request span in the agent's trace");
+    assert_eq!(socket_request.parent_span_id.to_string(), PARENT_SPAN);
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "call" && s.parent_span_id == socket_request.span_context.span_id()),
+        "the socket call's span is under the agent's"
+    );
     let http = spans
         .iter()
         .find(|s| s.name == "http" && s.span_context.trace_id().to_string() == TRACE_ID)
