@@ -1,4 +1,4 @@
-//! OpenTelemetry traces over OTLP (HTTP/protobuf), off by default.
+//! OpenTelemetry traces over OTLP/HTTP (protobuf or JSON), off by default.
 //!
 //! Spans come from `tracing` through tracing-opentelemetry. Export is batched on
 //! the Tokio runtime with an async HTTP client, so it never blocks request handling;
@@ -29,7 +29,7 @@ use super::metrics::SPANS_DROPPED;
 pub struct TracingConfig {
     /// OTLP/HTTP traces endpoint, e.g. `http://collector:4318/v1/traces`; absent = off.
     pub otlp_endpoint: Option<String>,
-    /// Only `http/protobuf` is supported.
+    /// `http/protobuf` (default) or `http/json`. gRPC is not built in.
     pub otlp_protocol: String,
     /// Fraction of new traces sampled (a sampled parent is always followed).
     pub sample_ratio: f64,
@@ -56,9 +56,9 @@ impl Default for TracingConfig {
 impl TracingConfig {
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.otlp_protocol != "http/protobuf" {
+        if !matches!(self.otlp_protocol.as_str(), "http/protobuf" | "http/json") {
             out.push(format!(
-                "tracing.otlp_protocol must be \"http/protobuf\", not {:?}",
+                "tracing.otlp_protocol must be \"http/protobuf\" or \"http/json\", not {:?}",
                 self.otlp_protocol
             ));
         }
@@ -112,6 +112,11 @@ pub fn provider(cfg: &TracingConfig) -> Result<Option<SdkTracerProvider>, OtelEr
     };
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_protocol(if cfg.otlp_protocol == "http/json" {
+            opentelemetry_otlp::Protocol::HttpJson
+        } else {
+            opentelemetry_otlp::Protocol::HttpBinary
+        })
         .with_endpoint(endpoint.clone())
         .with_timeout(Duration::from_secs(5))
         .build()
@@ -188,4 +193,26 @@ pub fn adopt_traceparent(span: &tracing::Span, traceparent: &str) {
     let cx = TraceContextPropagator::new().extract(&MapExtractor(traceparent));
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let _ = span.set_parent(cx);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_problems() {
+        assert!(TracingConfig::default().problems().is_empty());
+        let json = TracingConfig {
+            otlp_protocol: "http/json".into(),
+            ..TracingConfig::default()
+        };
+        assert!(json.problems().is_empty());
+        let bad = TracingConfig {
+            otlp_protocol: "grpc".into(),
+            sample_ratio: 2.0,
+            otlp_endpoint: Some("collector:4317".into()),
+            ..TracingConfig::default()
+        };
+        assert_eq!(bad.problems().len(), 3);
+    }
 }
