@@ -9,10 +9,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use latchkey_protocol::agent::SessionEvent;
-use latchkey_protocol::handshake::{
-    self, Compatibility, GATEWAY_MIN_COMPATIBLE_PROTOCOL, GATEWAY_PROTOCOL_VERSION,
-    HandshakeParams, HandshakeResult, VersionTooOldData,
-};
+use latchkey_protocol::handshake::HandshakeParams;
 use latchkey_protocol::{
     CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, SuccessFrame, methods,
 };
@@ -22,6 +19,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
+use crate::router::handshake;
 use crate::router::link::{DeviceLink, reason_for_close};
 use crate::router::registry::Registration;
 use crate::router::sessions::{Abort, end_session};
@@ -214,14 +212,7 @@ impl Connection {
             Ok(h) => h,
             Err(end) => return end,
         };
-        let result = HandshakeResult {
-            server: methods::HANDSHAKE_SERVER_NAME.to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            protocol_version: GATEWAY_PROTOCOL_VERSION.to_string(),
-            min_compatible_peer: Some("0.0.0".to_string()),
-            min_compatible_protocol: Some(GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string()),
-        };
-        let result = serde_json::to_value(result).unwrap_or_default();
+        let result = handshake::result();
         // Everything the device's answer implies is in place before the answer: its
         // browser is recorded and it is routable. Calls routed now wait in the
         // outbox, which is written only after the handshake result.
@@ -301,74 +292,17 @@ impl Connection {
                     return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));
                 }
             };
-            let request = match Frame::parse(text.as_str()) {
-                Ok(Frame::Request(r)) => r,
-                Ok(_) | Err(_) => {
-                    return Err(End::close(
-                        CloseCode::PolicyViolation,
-                        "first frame is not a request",
-                    ));
+            return match handshake::judge(text.as_str()) {
+                Ok(accepted) => Ok(accepted),
+                Err(refused) => {
+                    if let Some((id, error)) = refused.reply {
+                        let _ = self
+                            .send_frame(Frame::Error(ErrorFrame { id, error }))
+                            .await;
+                    }
+                    Err(End::close(CloseCode::PolicyViolation, refused.why))
                 }
             };
-            if request.method != methods::SYSTEM_HANDSHAKE {
-                let error = ErrorBody::new(
-                    ErrorCode::ProtocolError,
-                    "first frame must be system.handshake",
-                );
-                let _ = self
-                    .send_frame(Frame::Error(ErrorFrame {
-                        id: request.id,
-                        error,
-                    }))
-                    .await;
-                return Err(End::close(
-                    CloseCode::PolicyViolation,
-                    "first frame not a handshake",
-                ));
-            }
-            let params: HandshakeParams = match request.params.map(serde_json::from_value) {
-                Some(Ok(p)) => p,
-                _ => {
-                    return Err(End::close(
-                        CloseCode::PolicyViolation,
-                        "handshake params invalid",
-                    ));
-                }
-            };
-            if !handshake::is_semver(&params.version) {
-                return Err(End::close(
-                    CloseCode::PolicyViolation,
-                    "handshake version not SemVer",
-                ));
-            }
-            let verdict = handshake::check_compatibility(
-                GATEWAY_PROTOCOL_VERSION,
-                GATEWAY_MIN_COMPATIBLE_PROTOCOL,
-                &params.protocol_version,
-                params.min_compatible_protocol.as_deref(),
-            );
-            if let Compatibility::Reject { reason } = verdict {
-                let data = VersionTooOldData {
-                    peer_protocol_version: params.protocol_version.clone(),
-                    peer_version: params.version.clone(),
-                    daemon_protocol_version: GATEWAY_PROTOCOL_VERSION.to_string(),
-                    daemon_version: env!("CARGO_PKG_VERSION").to_string(),
-                    min_compatible_protocol: GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string(),
-                };
-                let error = ErrorBody {
-                    code: ErrorCode::VersionTooOld,
-                    message: reason,
-                    data: serde_json::to_value(data).ok(),
-                };
-                let _ = self
-                    .send_frame(Frame::Error(ErrorFrame {
-                        id: request.id,
-                        error,
-                    }))
-                    .await;
-                return Err(End::close(CloseCode::PolicyViolation, "version too old"));
-            }
-            return Ok((request.id, params));
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod calls;
 pub mod connection;
+pub mod handshake;
 pub mod lifecycle;
 pub mod link;
 pub mod registry;
