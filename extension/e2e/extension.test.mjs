@@ -178,6 +178,7 @@ test('a user tab is borrowed only with the person\'s consent, and returned to it
   // Allow: the tab moves into the Agent Window and can be read there.
   const prompt = browser.context.waitForEvent('page', { predicate: (p) => p.url().includes('confirm.html'), timeout: 10_000 });
   const borrowing = latchkey(env, ['tab', 'borrow', String(tab.tab_id)]);
+  borrowing.catch(() => undefined); // awaited below; keep an early refusal from going unhandled
   const confirm = await prompt;
   await confirm.waitForSelector('#allow');
   assert.match((await confirm.locator('#url').textContent()) ?? '', /\/c$/);
@@ -200,6 +201,7 @@ test('a user tab is borrowed only with the person\'s consent, and returned to it
   // Deny: `cancelled`, and the tab stays where it is.
   const prompt2 = browser.context.waitForEvent('page', { predicate: (p) => p.url().includes('confirm.html'), timeout: 10_000 });
   const denied = latchkey(env, ['tab', 'borrow', String(tab.tab_id)]);
+  denied.catch(() => undefined);
   const confirm2 = await prompt2;
   await confirm2.waitForSelector('#deny');
   await press(confirm2, '#deny');

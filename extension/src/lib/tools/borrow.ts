@@ -51,17 +51,18 @@ export class Confirmations {
     this.pending.set(request, { details, answer: (allow) => settle(allow) });
     signal.addEventListener('abort', onAbort);
     browser.windows.onRemoved.addListener(onRemoved);
+    const url = browser.runtime.getURL(`/confirm.html?request=${request}`);
     try {
-      const win = await browser.windows.create({
-        url: browser.runtime.getURL(`/confirm.html?request=${request}`),
-        type: 'popup',
-        focused: true,
-        width: 460,
-        height: 300,
-      });
-      windowId = win?.id;
-    } catch {
-      settle(false);
+      windowId = (await browser.windows.create({ url, type: 'popup', focused: true, width: 460, height: 300 }))?.id;
+    } catch (first) {
+      // A window can fail to open while another is being created or closed; try once
+      // more with the browser's own placement before failing closed.
+      try {
+        windowId = (await browser.windows.create({ url, type: 'popup', focused: true }))?.id;
+      } catch {
+        console.warn('latchkey: the borrow confirmation could not be shown', first);
+        settle(false);
+      }
     }
     try {
       return await decision;
