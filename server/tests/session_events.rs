@@ -108,11 +108,7 @@ async fn user_interrupt_aborts_and_gates_the_next_mutation() {
     let s = agent.start(None).await.expect("start");
     let events = read_events(&server, &agent, &s.id, 1).await;
 
-    let in_flight = {
-        let agent = agent.clone();
-        let id = s.id.clone();
-        tokio::spawn(async move { agent.call(&id, "tool.hang", json!({})).await.expect("call") })
-    };
+    let in_flight = agent.spawn_call(&s.id, "tool.hang", json!({}));
     assert!(wait_received(&browser, "tool.hang", 1).await);
     browser.event("session.user_interrupt", json!({"session_id": s.id}));
     let aborted = in_flight.await.expect("join");
@@ -170,11 +166,7 @@ async fn stop_while_busy_cancels_then_stops() {
     let agent = server.new_agent().await.expect("agent");
     let (_device, browser) = server.new_browser(hang_script()).await.expect("browser");
     let s = agent.start(None).await.expect("start");
-    let in_flight = {
-        let agent = agent.clone();
-        let id = s.id.clone();
-        tokio::spawn(async move { agent.call(&id, "tool.hang", json!({})).await.expect("call") })
-    };
+    let in_flight = agent.spawn_call(&s.id, "tool.hang", json!({}));
     assert!(wait_received(&browser, "tool.hang", 1).await);
     let stopped = agent.stop(&s.id).await.expect("stop");
     assert!(stopped.stopped);
@@ -245,11 +237,7 @@ async fn idle_sessions_are_reaped_busy_ones_are_not() {
     let idle = agent.start(None).await.expect("idle");
     let busy = agent.start(None).await.expect("busy");
     let events = read_events(&server, &agent, &idle.id, 1).await;
-    let _hang = {
-        let agent = agent.clone();
-        let id = busy.id.clone();
-        tokio::spawn(async move { agent.call(&id, "tool.hang", json!({})).await })
-    };
+    let _hang = agent.spawn_call(&busy.id, "tool.hang", json!({}));
     let ended = events.await.expect("events");
     assert_eq!(ended[0]["type"], "session_ended");
     assert_eq!(ended[0]["reason"], "idle");

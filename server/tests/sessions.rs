@@ -180,11 +180,7 @@ async fn one_call_at_a_time_per_session_and_sessions_in_parallel() {
     let a = agent.start(None).await.expect("a");
     let b = agent.start(None).await.expect("b");
 
-    let slow = {
-        let agent = agent.clone();
-        let id = a.id.clone();
-        tokio::spawn(async move { agent.call(&id, "tool.slow", json!({})).await.expect("call") })
-    };
+    let slow = agent.spawn_call(&a.id, "tool.slow", json!({}));
     assert!(wait_received(&browser, "tool.slow", 1).await);
     let busy = agent
         .call(&a.id, "tool.click", json!({"ref": "e1"}))

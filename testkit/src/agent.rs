@@ -137,6 +137,24 @@ impl FakeAgent {
         .await
     }
 
+    /// Start a call in the background (it is waited for later, or never).
+    pub fn spawn_call(
+        &self,
+        session: &str,
+        method: &str,
+        params: Value,
+    ) -> tokio::task::JoinHandle<CallOutcome> {
+        let (agent, session, method) = (self.clone(), session.to_string(), method.to_string());
+        tokio::spawn(async move {
+            // A transport failure becomes status 0 with code `transport`, so the test's
+            // own assertion reports it.
+            agent.call(&session, &method, params).await.unwrap_or_else(|e| CallOutcome {
+                status: 0,
+                body: serde_json::json!({"error": {"code": "transport", "message": e.to_string()}}),
+            })
+        })
+    }
+
     pub async fn call_with(
         &self,
         session: &str,
