@@ -3,7 +3,6 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -11,7 +10,7 @@ use latchkey_protocol::Frame;
 use latchkey_testkit::tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use latchkey_testkit::tokio_tungstenite::tungstenite::{self, Message};
 use latchkey_testkit::tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-use latchkey_testkit::{Action, Backend, FakeBrowser, TestServer, wait_until};
+use latchkey_testkit::{Backend, FakeBrowser, TestServer, wait_until};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
@@ -95,9 +94,7 @@ async fn agent_socket_end_to_end() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let agent = server.new_agent().await.expect("agent");
     let (device, browser) = server
-        .new_browser(Arc::new(|r| {
-            (r.method == "tool.hang").then_some(Action::Never)
-        }))
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
         .await
         .expect("browser");
     let mut ws = open(&server, &agent.token).await.expect("socket");

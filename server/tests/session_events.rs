@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const DEADLINE: Duration = Duration::from_secs(10);
 
 fn hang_script() -> Script {
-    Arc::new(|r| (r.method == "tool.hang").then_some(Action::Never))
+    latchkey_testkit::browser::never_answers("tool.hang")
 }
 
 fn count(browser: &FakeBrowser, method: &str) -> usize {

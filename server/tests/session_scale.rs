@@ -159,9 +159,7 @@ async fn hundred_in_flight(
 ) {
     let agent = server.new_agent().await.expect("agent");
     let (device, browser) = server
-        .new_browser(Arc::new(|r| {
-            (r.method == "tool.hang").then_some(Action::Never)
-        }))
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
         .await
         .expect("browser");
     let mut calls = Vec::new();
@@ -270,9 +268,7 @@ async fn the_in_flight_cap_refuses_with_retry_after() {
         .expect("server");
     let agent = server.new_agent().await.expect("agent");
     let (_device, browser) = server
-        .new_browser(Arc::new(|r| {
-            (r.method == "tool.hang").then_some(Action::Never)
-        }))
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
         .await
         .expect("browser");
     let a = agent.start(None).await.expect("a");
@@ -322,7 +318,7 @@ async fn replacement_fails_in_flight_calls_and_ends_sessions() {
     ext.pair().await.expect("pair");
     let old = FakeBrowser::serve(
         ext.connect_online().await.expect("online"),
-        Arc::new(|r| (r.method == "tool.hang").then_some(Action::Never)),
+        latchkey_testkit::browser::never_answers("tool.hang"),
     );
     let mut calls = Vec::new();
     for _ in 0..100 {

@@ -71,6 +71,12 @@ fn failure(id: &str, error: ErrorBody) -> String {
     .to_text()
 }
 
+/// A script where `method` never answers (only a `cancel` ends it) and everything
+/// else gets the default answer.
+pub fn never_answers(method: &'static str) -> Script {
+    Arc::new(move |r| (r.method == method).then_some(Action::Never))
+}
+
 static NEXT_WINDOW: AtomicI64 = AtomicI64::new(1000);
 
 fn default_action(request: &RequestFrame) -> Action {
