@@ -17,9 +17,9 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::stats::{Summary, ms, summarize};
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct LatencyReport {
-    pub scenario: &'static str,
+    pub scenario: String,
     pub calls: usize,
     pub payload_bytes: usize,
     pub relay: Summary,
@@ -87,7 +87,7 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
     let per_round = (calls / ROUNDS).max(1);
     let warmup = per_round / 5 + 20;
     // Bare relay.
-    let (device_addr, agent_addr) = crate::relay::start().await?;
+    let (device_addr, agent_addr) = crate::relay::start(None).await?;
     let (device_ws, _) = tokio_tungstenite::connect_async(format!("ws://{device_addr}")).await?;
     let _relay_browser = FakeBrowser::serve(
         ExtensionSocket {
@@ -133,7 +133,7 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
 
     let (relay, agent_socket, http) = (summarize(relay), summarize(socket), summarize(http));
     Ok(LatencyReport {
-        scenario: "latency",
+        scenario: "latency".to_string(),
         calls: per_round * ROUNDS,
         payload_bytes: 200,
         socket_p50_ratio: agent_socket.p50_us as f64 / relay.p50_us.max(1) as f64,

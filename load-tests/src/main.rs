@@ -1,29 +1,112 @@
-//! `latchkey-load`: scenarios that measure latchkeyd over real sockets on loopback.
+//! `latchkey-load`: scenarios that measure latchkeyd over real sockets on loopback,
+//! each beside a bare relay measured in the same run (see docs/benchmarks.md).
 //!
-//! `revoke`: N devices paired and online; revoke them one at a time and time each
-//! from the admin's DELETE to the device seeing the Close frame (the figure the
-//! gateway-foundation issue promises: p99 under 5 ms with 1,000 live devices).
-//! `latency`: one relayed call at a time on latchkeyd and on a bare relay, side by side.
-//! `quick`: small runs of each, for CI; it fails only on errors.
+//! The servers run in child processes of their own (`serve-latchkeyd` runs the real
+//! server library exactly as the `latchkeyd` binary does; `serve-relay` the bare
+//! relay), so their CPU time and memory are read from /proc apart from the
+//! generator's. Every scenario prints a table and writes JSON into `--out`.
 
 #![allow(clippy::expect_used)]
 
+mod agents;
+mod fleet;
+mod handshake;
+mod idle;
 mod latency;
+mod pairs;
+mod payload;
+mod procfs;
 mod relay;
 mod revoke;
 mod stats;
+mod storm;
+mod target;
+mod throughput;
 
-use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "latchkey-load")]
+#[command(name = "latchkey-load", about = "Load scenarios for latchkeyd")]
 struct Cli {
     #[command(subcommand)]
     scenario: Scenario,
 }
 
+#[derive(Debug, Args)]
+struct Out {
+    /// Directory the JSON results are written to.
+    #[arg(long, default_value = "target/load-results")]
+    out: PathBuf,
+}
+
 #[derive(Debug, Subcommand)]
 enum Scenario {
+    /// N devices connected over WSS: memory per device, CPU idle and per heartbeat.
+    Idle {
+        #[arg(long, default_value_t = 10_000)]
+        devices: usize,
+        /// Memory readings taken as the devices are added.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// Length of the quiet and the heartbeating windows, seconds.
+        #[arg(long, default_value_t = 10.0)]
+        window: f64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Added latency of one relayed call, against a bare relay.
+    Latency {
+        #[arg(long, default_value_t = 20_000)]
+        calls: usize,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Relayed calls per second at several concurrencies, and one open-loop rate.
+    Throughput {
+        #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
+        concurrency: Vec<usize>,
+        /// Seconds per measured point.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Open-loop calls per second (0: skip).
+        #[arg(long, default_value_t = 5_000)]
+        rate: u64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Large results, one call at a time.
+    Payload {
+        #[arg(long, value_delimiter = ',', default_value = "1048576,2097152")]
+        bytes: Vec<usize>,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Full TLS handshakes per second.
+    Handshake {
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// N WSS devices reconnecting at once, with and without jitter.
+    Storm {
+        #[arg(long, default_value_t = 10_000)]
+        devices: usize,
+        /// Jitter windows to run, milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0,1000")]
+        jitter_ms: Vec<u64>,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Revoke → Close latency with N live devices.
     Revoke {
         #[arg(long, default_value_t = 1000)]
@@ -34,48 +117,171 @@ enum Scenario {
         /// Use the machine's PostgreSQL instead of SQLite.
         #[arg(long)]
         postgres: bool,
-        /// Write the figures as JSON here.
-        #[arg(long)]
-        json: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        out: Out,
     },
-    /// Added latency of one relayed call, against a bare relay.
-    Latency {
-        #[arg(long, default_value_t = 5000)]
-        calls: usize,
-        #[arg(long)]
-        json: Option<std::path::PathBuf>,
+    /// Every scenario at small sizes (about a minute), for CI: fails only on errors.
+    Quick {
+        #[arg(long, default_value = "target/load-results/quick")]
+        out: PathBuf,
     },
-    /// A small run for CI: checks for errors only.
-    Quick,
+    /// The real server library in this process, as `latchkeyd <ARGS>` (used by the scenarios).
+    #[command(hide = true)]
+    ServeLatchkeyd {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The bare relay in this process (used by the scenarios).
+    #[command(hide = true)]
+    ServeRelay {
+        #[arg(long)]
+        tls_cert: Option<PathBuf>,
+        #[arg(long)]
+        tls_key: Option<PathBuf>,
+    },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     latchkey_testkit::install_crypto_provider();
-    match Cli::parse().scenario {
+    let cli = Cli::parse();
+    if let Scenario::ServeLatchkeyd { args } = cli.scenario {
+        // The server builds its own runtime, exactly as in `latchkeyd`.
+        return latchkey_server::cli::run_from(
+            std::iter::once("latchkeyd".to_string()).chain(args),
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("latchkey-load: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli.scenario)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("latchkey-load: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn save(dir: &Path, name: &str, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(value)?)?;
+    println!("(written to {})\n", path.display());
+    Ok(())
+}
+
+fn millis(list: &[u64]) -> Vec<Duration> {
+    list.iter().map(|&ms| Duration::from_millis(ms)).collect()
+}
+
+async fn run(scenario: Scenario) -> anyhow::Result<()> {
+    match scenario {
+        Scenario::Idle {
+            devices,
+            steps,
+            window,
+            out,
+        } => {
+            let r = idle::run(devices, steps, window).await?;
+            idle::print(&r);
+            save(&out.out, "idle", &r)
+        }
+        Scenario::Latency { calls, out } => {
+            let r = latency::run(calls).await?;
+            latency::print(&r);
+            save(&out.out, "latency", &r)
+        }
+        Scenario::Throughput {
+            concurrency,
+            seconds,
+            rate,
+            out,
+        } => {
+            let r = throughput::run(&concurrency, seconds, rate, 150).await?;
+            throughput::print(&r);
+            save(&out.out, "throughput", &r)
+        }
+        Scenario::Payload {
+            bytes,
+            seconds,
+            out,
+        } => {
+            let r = payload::run(&bytes, seconds).await?;
+            payload::print(&r);
+            save(&out.out, "payload", &r)
+        }
+        Scenario::Handshake {
+            concurrency,
+            seconds,
+            out,
+        } => {
+            let r = handshake::run(concurrency, seconds).await?;
+            handshake::print(&r);
+            save(&out.out, "handshake", &r)
+        }
+        Scenario::Storm {
+            devices,
+            jitter_ms,
+            out,
+        } => {
+            let r = storm::run(devices, &millis(&jitter_ms)).await?;
+            storm::print(&r);
+            save(&out.out, "storm", &r)
+        }
         Scenario::Revoke {
             devices,
             samples,
             postgres,
-            json,
+            out,
         } => {
-            let report = revoke::revoke(devices, samples, postgres).await?;
-            revoke::print(&report);
-            if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
-            }
+            let r = revoke::revoke(devices, samples, postgres).await?;
+            revoke::print(&r);
+            save(
+                &out.out,
+                if postgres {
+                    "revoke-postgres"
+                } else {
+                    "revoke"
+                },
+                &r,
+            )
         }
-        Scenario::Latency { calls, json } => {
-            let report = latency::run(calls).await?;
-            latency::print(&report);
-            if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
-            }
+        Scenario::Quick { out } => quick(&out).await,
+        Scenario::ServeRelay { tls_cert, tls_key } => {
+            relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
         }
-        Scenario::Quick => {
-            revoke::print(&revoke::revoke(20, 20, false).await?);
-            latency::print(&latency::run(200).await?);
-        }
+        Scenario::ServeLatchkeyd { .. } => unreachable!("handled before the runtime starts"),
     }
-    Ok(())
+}
+
+/// Every scenario at small sizes; any error fails the run, figures are only printed.
+async fn quick(out: &Path) -> anyhow::Result<()> {
+    let r = idle::run(200, 2, 1.0).await?;
+    idle::print(&r);
+    save(out, "idle", &r)?;
+    let r = latency::run(200).await?;
+    latency::print(&r);
+    save(out, "latency", &r)?;
+    let r = throughput::run(&[1, 16], 1.0, 500, 150).await?;
+    throughput::print(&r);
+    save(out, "throughput", &r)?;
+    let r = payload::run(&[256 << 10], 1.0).await?;
+    payload::print(&r);
+    save(out, "payload", &r)?;
+    let r = handshake::run(8, 1.0).await?;
+    handshake::print(&r);
+    save(out, "handshake", &r)?;
+    let r = storm::run(200, &millis(&[0, 200])).await?;
+    storm::print(&r);
+    save(out, "storm", &r)?;
+    let r = revoke::revoke(20, 20, false).await?;
+    revoke::print(&r);
+    save(out, "revoke", &r)
 }

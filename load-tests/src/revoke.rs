@@ -11,10 +11,10 @@ use latchkey_testkit::{Backend, TestServer};
 
 use crate::stats::{ms, percentile};
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct RevokeReport {
-    scenario: &'static str,
-    backend: &'static str,
+    scenario: String,
+    backend: String,
     devices: usize,
     samples: usize,
     p50_us: u128,
@@ -83,8 +83,8 @@ pub async fn revoke(
     latencies.sort();
     server.stop().await;
     Ok(RevokeReport {
-        scenario: "revoke",
-        backend: backend_name,
+        scenario: "revoke".to_string(),
+        backend: backend_name.to_string(),
         devices,
         samples,
         p50_us: percentile(&latencies, 0.50).as_micros(),
@@ -98,8 +98,8 @@ pub async fn revoke(
 pub fn print(report: &RevokeReport) {
     println!("scenario  backend   devices  samples  p50       p90       p99       max");
     let cells = [
-        report.scenario.to_string(),
-        report.backend.to_string(),
+        report.scenario.clone(),
+        report.backend.clone(),
         report.devices.to_string(),
         report.samples.to_string(),
         ms(report.p50_us),

@@ -17,7 +17,7 @@ pub fn ms(us: u128) -> String {
 }
 
 /// p50, p99 and p999 of unsorted samples, in microseconds.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub samples: usize,
     pub p50_us: u128,

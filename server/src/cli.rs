@@ -153,7 +153,17 @@ impl ConfigArgs {
 
 /// Parse the process arguments and run.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    run_from(std::env::args_os())
+}
+
+/// Run with these arguments (the first is the program name), as `latchkeyd` would.
+/// The load generator uses it to run the real server in a child process of its own.
+pub fn run_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -220,7 +220,7 @@ impl FakeExtension {
             }
             Err(tungstenite::Error::Http(response)) => Ok(Err(HttpAnswer {
                 status: response.status().as_u16(),
-                headers: reqwest::header::HeaderMap::new(),
+                headers: response.headers().clone(),
                 body: response
                     .body()
                     .as_ref()

@@ -81,10 +81,7 @@ pub async fn upgrade(
         .retry_after(5)
         .into_response();
     };
-    let limits = &state.config.limits;
-    let ws = ws
-        .max_message_size(limits.max_message_bytes)
-        .max_frame_size(limits.max_message_bytes);
+    let ws = crate::transport::websocket_settings(ws, &state.config.limits);
     let tracker = state.tasks.clone();
     ws.on_upgrade(move |socket| {
         let span = info_span!("agent_socket", tenant = %p.tenant_id, token = %p.token_id);

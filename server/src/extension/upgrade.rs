@@ -103,10 +103,7 @@ pub async fn extension_socket(
         }
     };
     let client = client_ip(peer, &headers, &state.config.trusted_proxies);
-    let limits = &state.config.limits;
-    let mut ws = ws
-        .max_message_size(limits.max_message_bytes)
-        .max_frame_size(limits.max_message_bytes);
+    let mut ws = crate::transport::websocket_settings(ws, &state.config.limits);
     if let Some(echo) = echo {
         ws.set_selected_protocol(echo);
     }

@@ -1,0 +1,160 @@
+//! Reconnect storm: N devices online over WSS all lose their sockets at once and
+//! dial again, immediately or spread over a jitter window; measured until every one
+//! is back (TLS, upgrade and, on latchkeyd, the handshake), with every refusal and
+//! failure counted. Against latchkeyd and the bare relay.
+
+use std::time::{Duration, Instant};
+
+use crate::fleet::{self, Behaviour, Fleet, Report};
+use crate::procfs::{Machine, machine};
+use crate::target::{Latchkeyd, Relay, ServerOptions};
+
+const BACK_DEADLINE: Duration = Duration::from_secs(120);
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Run {
+    pub target: String,
+    pub jitter_ms: u64,
+    pub devices: usize,
+    /// From the drop until the last device was back.
+    pub all_back_secs: f64,
+    pub half_back_secs: f64,
+    /// 503 with `Retry-After`: the one refusal a storm may cause.
+    pub refused_503: u64,
+    pub refused_other: u64,
+    pub failures: u64,
+    pub first_failure: Option<String>,
+    /// (seconds since the drop, devices back), about 100 points.
+    pub curve: Vec<(f64, usize)>,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct StormReport {
+    pub scenario: String,
+    pub machine: Machine,
+    pub devices: usize,
+    pub runs: Vec<Run>,
+}
+
+async fn storm(name: &str, fleet: &mut Fleet, jitter: Duration) -> anyhow::Result<Run> {
+    fleet.clear_reports();
+    let start = Instant::now();
+    fleet.reconnect_all(jitter);
+    let reports = fleet.all_back(BACK_DEADLINE).await?;
+    let mut back = Vec::with_capacity(fleet.size);
+    let (mut refused_503, mut refused_other, mut failures) = (0, 0, 0);
+    let mut first_failure = None;
+    for r in reports {
+        match r {
+            Report::Online { at, .. } => {
+                back.push(at.saturating_duration_since(start).as_secs_f64())
+            }
+            Report::Refused {
+                status: 503,
+                retry_after: Some(_),
+            } => refused_503 += 1,
+            Report::Refused { status, .. } => {
+                refused_other += 1;
+                first_failure.get_or_insert(format!("HTTP {status}"));
+            }
+            Report::Failed(why) => {
+                failures += 1;
+                first_failure.get_or_insert(why);
+            }
+        }
+    }
+    back.sort_by(f64::total_cmp);
+    let n = back.len();
+    let step = (n / 100).max(1);
+    let mut curve: Vec<(f64, usize)> = back
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0 || *i + 1 == n)
+        .map(|(i, t)| (*t, i + 1))
+        .collect();
+    curve.insert(0, (0.0, 0));
+    Ok(Run {
+        target: name.to_string(),
+        jitter_ms: jitter.as_millis() as u64,
+        devices: n,
+        all_back_secs: back.last().copied().unwrap_or_default(),
+        half_back_secs: back.get(n / 2).copied().unwrap_or_default(),
+        refused_503,
+        refused_other,
+        failures,
+        first_failure,
+        curve,
+    })
+}
+
+pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormReport> {
+    crate::procfs::check_fd_limit(devices + 500)?;
+    let mut runs = Vec::new();
+    let behaviour = |handshake| Behaviour {
+        result_bytes: 0,
+        delay: Duration::ZERO,
+        handshake,
+    };
+
+    let relay = Relay::start(true).await?;
+    let http = latchkey_testkit::reqwest::Client::new();
+    let exts = (0..devices)
+        .map(|i| {
+            let mut e = relay.extension(http.clone())?;
+            e.local_addr = Some(fleet::source_addr(i));
+            Ok(e)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut f = Fleet::launch(exts, behaviour(false));
+    f.wait_online(devices, BACK_DEADLINE).await?;
+    for &j in jitters {
+        runs.push(storm("relay", &mut f, j).await?);
+    }
+    f.stop().await;
+    relay.stop().await;
+
+    let server = Latchkeyd::start(&ServerOptions {
+        tls: true,
+        devices,
+        calls_in_flight_per_device: 8,
+    })
+    .await?;
+    let exts = fleet::pair(&server, devices, 32).await?;
+    let mut f = Fleet::launch(exts, behaviour(true));
+    f.wait_online(devices, BACK_DEADLINE).await?;
+    for &j in jitters {
+        runs.push(storm("latchkeyd", &mut f, j).await?);
+    }
+    f.stop().await;
+    server.stop().await;
+    Ok(StormReport {
+        scenario: "storm".to_string(),
+        machine: machine(),
+        devices,
+        runs,
+    })
+}
+
+pub fn print(r: &StormReport) {
+    println!(
+        "storm: {} WSS devices drop and dial again at once",
+        r.devices
+    );
+    println!("target      jitter   half back  all back  503s    other refusals  failures");
+    for run in &r.runs {
+        println!(
+            "{:<11} {:<8} {:<10} {:<9} {:<7} {:<15} {}{}",
+            run.target,
+            format!("{} ms", run.jitter_ms),
+            format!("{:.2}s", run.half_back_secs),
+            format!("{:.2}s", run.all_back_secs),
+            run.refused_503,
+            run.refused_other,
+            run.failures,
+            run.first_failure
+                .as_ref()
+                .map(|f| format!(" (first: {f})"))
+                .unwrap_or_default()
+        );
+    }
+}
