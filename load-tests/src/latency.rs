@@ -20,6 +20,8 @@ use crate::stats::{Summary, ms, summarize};
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct LatencyReport {
     pub scenario: String,
+    #[serde(default)]
+    pub machine: Option<crate::procfs::Machine>,
     pub calls: usize,
     pub payload_bytes: usize,
     pub relay: Summary,
@@ -134,6 +136,7 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
     let (relay, agent_socket, http) = (summarize(relay), summarize(socket), summarize(http));
     Ok(LatencyReport {
         scenario: "latency".to_string(),
+        machine: Some(crate::procfs::machine()),
         calls: per_round * ROUNDS,
         payload_bytes: 200,
         socket_p50_ratio: agent_socket.p50_us as f64 / relay.p50_us.max(1) as f64,
@@ -150,9 +153,9 @@ pub fn print(r: &LatencyReport) {
         r.calls
     );
     for (name, s) in [
-        ("bare relay", r.relay),
-        ("latchkeyd agent WS", r.agent_socket),
-        ("latchkeyd HTTP", r.http),
+        ("bare relay", &r.relay),
+        ("latchkeyd agent WS", &r.agent_socket),
+        ("latchkeyd HTTP", &r.http),
     ] {
         println!(
             "{name:<19} {:<9} {:<9} {}",

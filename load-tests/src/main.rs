@@ -17,9 +17,11 @@ mod pairs;
 mod payload;
 mod procfs;
 mod relay;
+mod report;
 mod revoke;
 mod stats;
 mod storm;
+mod svg;
 mod target;
 mod throughput;
 
@@ -119,6 +121,16 @@ enum Scenario {
         postgres: bool,
         #[command(flatten)]
         out: Out,
+    },
+    /// Turn a run's JSON into docs/benchmarks.md with SVG charts beside it.
+    Report {
+        #[arg(long, default_value = "target/load-results")]
+        input: PathBuf,
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        output: PathBuf,
+        /// Hand-written notes appended to the report.
+        #[arg(long, default_value = "load-tests/notes.md")]
+        notes: PathBuf,
     },
     /// Every scenario at small sizes (about a minute), for CI: fails only on errors.
     Quick {
@@ -253,6 +265,11 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
                 &r,
             )
         }
+        Scenario::Report {
+            input,
+            output,
+            notes,
+        } => report::write(&input, &output, &notes),
         Scenario::Quick { out } => quick(&out).await,
         Scenario::ServeRelay { tls_cert, tls_key } => {
             relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
@@ -283,5 +300,12 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     save(out, "storm", &r)?;
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
-    save(out, "revoke", &r)
+    save(out, "revoke", &r)?;
+    // The report renders from what was just measured (into the output directory, so
+    // docs/ is untouched).
+    report::write(
+        out,
+        &out.join("benchmarks.md"),
+        Path::new("load-tests/notes.md"),
+    )
 }

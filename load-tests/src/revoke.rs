@@ -13,15 +13,17 @@ use crate::stats::{ms, percentile};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct RevokeReport {
-    scenario: String,
-    backend: String,
-    devices: usize,
-    samples: usize,
-    p50_us: u128,
-    p90_us: u128,
-    p99_us: u128,
-    max_us: u128,
-    setup_secs: f64,
+    pub scenario: String,
+    #[serde(default)]
+    pub machine: Option<crate::procfs::Machine>,
+    pub backend: String,
+    pub devices: usize,
+    pub samples: usize,
+    pub p50_us: u128,
+    pub p90_us: u128,
+    pub p99_us: u128,
+    pub max_us: u128,
+    pub setup_secs: f64,
 }
 
 pub async fn revoke(
@@ -84,6 +86,7 @@ pub async fn revoke(
     server.stop().await;
     Ok(RevokeReport {
         scenario: "revoke".to_string(),
+        machine: Some(crate::procfs::machine()),
         backend: backend_name.to_string(),
         devices,
         samples,

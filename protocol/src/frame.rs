@@ -7,6 +7,7 @@
 //! `result` or `error`, so either side's classifier reads the frame the same way.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
@@ -139,6 +140,43 @@ impl Frame {
         }
     }
 
+    /// The fast path for a success answer: `(id, result)` with the result left as
+    /// raw JSON text, so a large result is relayed without being rebuilt. `None` for
+    /// anything else (events, requests, errors, a `null` result, duplicate keys):
+    /// those go through [`Frame::parse`], whose classification this never contradicts.
+    pub fn parse_success_raw(text: &str) -> Option<(String, Box<RawValue>)> {
+        /// Whether a key was present at all (even as `null`).
+        #[derive(Default)]
+        struct Present(bool);
+        impl<'de> Deserialize<'de> for Present {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                serde::de::IgnoredAny::deserialize(d)?;
+                Ok(Present(true))
+            }
+        }
+        #[derive(Deserialize)]
+        struct Probe {
+            id: Option<String>,
+            result: Option<Box<RawValue>>,
+            #[serde(default)]
+            error: Present,
+            #[serde(default)]
+            method: Present,
+            #[serde(default)]
+            event: Present,
+        }
+        match serde_json::from_str::<Probe>(text).ok()? {
+            Probe {
+                id: Some(id),
+                result: Some(result),
+                error: Present(false),
+                method: Present(false),
+                event: Present(false),
+            } => Some((id, result)),
+            _ => None,
+        }
+    }
+
     /// Serialise to the text of one WebSocket message.
     pub fn to_text(&self) -> String {
         // Serialising these types cannot fail: every map key is a string.
@@ -222,5 +260,39 @@ mod tests {
             Ok(Frame::Error(e)) => assert_eq!(e.error.code, ErrorCode::Timeout),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// The raw fast path never disagrees with the full parse: where it answers, the
+    /// frame is a success with the same id and an equal result.
+    #[test]
+    fn raw_success_path_agrees_with_parse() {
+        let cases = [
+            r#"{"id":"1","result":{"data":"x\"y","n":[1,2]}}"#,
+            r#"{"id":"1","result":1,"extra":true}"#,
+            r#"{"id":"1","result":null}"#,
+            r#"{"id":"1","result":1,"error":null}"#,
+            r#"{"id":"1","result":1,"method":"m"}"#,
+            r#"{"id":"1","result":1,"event":"e"}"#,
+            r#"{"id":1,"result":1}"#,
+            r#"{"result":1}"#,
+            r#"{"id":"1","result":1,"result":2}"#,
+            r#"{"id":"1","error":{"code":"timeout","message":""}}"#,
+            "not json",
+            "[]",
+        ];
+        for text in cases {
+            if let Some((id, raw)) = Frame::parse_success_raw(text) {
+                match Frame::parse(text) {
+                    Ok(Frame::Success(s)) => {
+                        assert_eq!(s.id, id, "{text}");
+                        let raw: Value = serde_json::from_str(raw.get()).expect("raw is JSON");
+                        assert_eq!(s.result, raw, "{text}");
+                    }
+                    other => panic!("fast path took {text}, parse says {other:?}"),
+                }
+            }
+        }
+        assert!(Frame::parse_success_raw(r#"{"id":"1","result":[1]}"#).is_some());
+        assert!(Frame::parse_success_raw(r#"{"id":"1","result":1,"error":null}"#).is_none());
     }
 }

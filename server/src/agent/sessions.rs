@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use latchkey_protocol::agent::{
-    CallRequest, CallResult, SessionList, SessionView, StartSessionRequest, StopSessionResult,
+    CallRequest, SessionList, SessionView, StartSessionRequest, StopSessionResult,
 };
 
 use crate::api_error::{ApiError, ApiJson};
@@ -48,12 +48,18 @@ pub async fn stop(
     Ok(Json(lifecycle::stop(&state, &session, "stopped").await?))
 }
 
+/// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it arrived as.
+#[derive(serde::Serialize)]
+pub struct RawCallResult {
+    pub result: Box<serde_json::value::RawValue>,
+}
+
 pub async fn call(
     State(state): State<AppState>,
     p: Principal,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
-) -> Result<Json<CallResult>, ApiError> {
+) -> Result<Json<RawCallResult>, ApiError> {
     let session = state.sessions.owned(&p, &id)?;
     let call = ToolCall {
         method: body.method,
@@ -61,7 +67,7 @@ pub async fn call(
         timeout_ms: body.timeout_ms,
     };
     let result = calls::call(&state, &session, call).await?;
-    Ok(Json(CallResult { result }))
+    Ok(Json(RawCallResult { result }))
 }
 
 /// `GET /v1/admin/sessions`: every session of the tenant.

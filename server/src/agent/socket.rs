@@ -14,9 +14,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
-use latchkey_protocol::{
-    ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame, SuccessFrame,
-};
+use latchkey_protocol::{ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span};
@@ -105,13 +104,13 @@ impl Outgoing {
     }
 }
 
-fn reply(id: &str, result: Result<Value, ErrorBody>) -> String {
+/// The answer frame for request `id`; a result is written as the raw JSON it is.
+fn reply(id: &str, result: Result<Box<RawValue>, ErrorBody>) -> String {
     match result {
-        Ok(result) => Frame::Success(SuccessFrame {
-            id: id.to_string(),
-            result,
-        })
-        .to_text(),
+        Ok(result) => {
+            let id = serde_json::to_string(id).unwrap_or_else(|_| "\"\"".to_string());
+            format!(r#"{{"id":{id},"result":{}}}"#, result.get())
+        }
         Err(error) => Frame::Error(ErrorFrame {
             id: id.to_string(),
             error,
@@ -196,7 +195,10 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
                 let _ = out_tx.send(reply(target, Err(e))).await;
             }
             let _ = out_tx
-                .send(reply(&request.id, Ok(json!({ "cancelled": cancelled }))))
+                .send(reply(
+                    &request.id,
+                    Ok(to_value(&json!({ "cancelled": cancelled }))),
+                ))
                 .await;
             continue;
         }
@@ -280,7 +282,7 @@ async fn handle(
     p: &Principal,
     request: RequestFrame,
     out: &Outgoing,
-) -> Result<Value, ErrorBody> {
+) -> Result<Box<RawValue>, ErrorBody> {
     match request.method.as_str() {
         "browser.list" => {
             let list = super::browsers::browser_list(state, p)
@@ -340,6 +342,6 @@ async fn handle(
 }
 
 /// A result body as the JSON of a success frame.
-fn to_value<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or_default()
+fn to_value<T: serde::Serialize>(v: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }

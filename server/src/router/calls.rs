@@ -11,6 +11,7 @@ use latchkey_protocol::effect::{
     REQUEST_HELP_TIMEOUT_MS,
 };
 use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 
@@ -142,7 +143,7 @@ pub async fn forward(
     params: Map<String, Value>,
     deadline: Duration,
     mut abort: Option<watch::Receiver<Option<Abort>>>,
-) -> Result<Value, ErrorBody> {
+) -> Result<Box<RawValue>, ErrorBody> {
     let (rpc_id, rx, permit) = send(&link, method, params)?;
     let mut inflight = InFlight {
         link,
@@ -225,7 +226,10 @@ fn inflight_gone() -> ErrorBody {
 }
 
 /// `tool.wait_ms`, answered by the gateway itself (contract §7.4).
-async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<Value, ErrorBody> {
+async fn wait_ms(
+    params: &Map<String, Value>,
+    session: &Session,
+) -> Result<Box<RawValue>, ErrorBody> {
     let ms = params
         .get("duration_ms")
         .and_then(Value::as_u64)
@@ -238,7 +242,7 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<Value
     let mut abort = session.abort_signal();
     abort.mark_unchanged();
     tokio::select! {
-        _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "waited_ms": ms })),
+        _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(super::link::raw(&json!({ "waited_ms": ms }))),
         _ = abort.changed() => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),
     }
 }
@@ -248,7 +252,7 @@ pub async fn call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<Value, ErrorBody> {
+) -> Result<Box<RawValue>, ErrorBody> {
     let started = std::time::Instant::now();
     let method = call.method.clone();
     let span = tracing::info_span!(
@@ -292,7 +296,7 @@ async fn run_call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<Value, ErrorBody> {
+) -> Result<Box<RawValue>, ErrorBody> {
     if !call.method.starts_with("tool.") {
         return Err(invalid(format!("{} is not a tool method", call.method)));
     }

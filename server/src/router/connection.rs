@@ -404,6 +404,13 @@ impl Connection {
         link: &DeviceLink,
         heartbeat_seen: &mut bool,
     ) -> Result<(), End> {
+        // Most frames are answers to tool calls: relay their result untouched.
+        if let Some((id, result)) = Frame::parse_success_raw(text) {
+            if !link.complete(&id, Ok(result)) {
+                telemetry::frame_dropped("unknown_id");
+            }
+            return Ok(());
+        }
         match Frame::parse(text) {
             // Non-JSON and undecodable frames are dropped without a reply (§1.1).
             Err(e) => {
@@ -430,7 +437,7 @@ impl Connection {
                 .await?;
             }
             Ok(Frame::Success(r)) => {
-                if !link.complete(&r.id, Ok(r.result)) {
+                if !link.complete(&r.id, Ok(crate::router::link::raw(&r.result))) {
                     telemetry::frame_dropped("unknown_id");
                 }
             }

@@ -131,6 +131,7 @@ async fn start_session(
         };
         match tokio::time::timeout(deadline, &mut rx).await {
             Ok(Ok(Ok(result))) => {
+                let result: Value = serde_json::from_str(result.get()).unwrap_or_default();
                 session.set_agent_window(result.get("agent_window_id").and_then(Value::as_i64));
                 tracing::info!(session = %session.id, device = %session.device_id, "session started");
                 Ok(())
@@ -218,6 +219,7 @@ async fn stop_session(
     let result = forward(link, None, SESSION_STOP, params, budget, None).await;
     match result {
         Ok(v) => {
+            let v: Value = serde_json::from_str(v.get()).unwrap_or_default();
             let returned: Vec<i64> = v
                 .get("returned_tab_ids")
                 .and_then(|a| serde_json::from_value(a.clone()).ok())

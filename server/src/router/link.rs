@@ -15,7 +15,9 @@ use crate::telemetry::metrics::OUTBOX_FRAMES;
 
 /// An answer from the extension: its result, or its error (or the gateway's, when
 /// the connection ended first).
-pub type Reply = Result<Value, ErrorBody>;
+/// A device's answer; a result stays raw JSON text from the device's frame to the
+/// agent's, never rebuilt.
+pub type Reply = Result<Box<serde_json::value::RawValue>, ErrorBody>;
 
 /// Frames queued for one socket; beyond this the caller gets `capacity_reached`.
 pub const OUTBOX_CAPACITY: usize = 256;
@@ -182,6 +184,13 @@ pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> ErrorBod
     }
 }
 
+/// A JSON value as raw text (for results that did not come straight off a socket).
+pub fn raw(value: &Value) -> Box<serde_json::value::RawValue> {
+    // A Value always serialises (its map keys are strings); `null` is the fallback.
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +204,10 @@ mod tests {
         assert!(rx.recv().await.is_some());
         link.close(ErrorBody::new(ErrorCode::DeviceRevoked, "revoked"));
         let reply = waiter.await.expect("answered");
-        assert_eq!(reply.map_err(|e| e.code), Err(ErrorCode::DeviceRevoked));
+        assert_eq!(
+            reply.map(|_| ()).map_err(|e| e.code),
+            Err(ErrorCode::DeviceRevoked)
+        );
         let refused = link.forward(RequestFrame::new("b", "tool.x", None));
         assert_eq!(
             refused.map(|_| ()).map_err(|e| e.code),
@@ -213,10 +225,11 @@ mod tests {
         let b = link
             .forward(RequestFrame::new("b", "tool.x", None))
             .expect("b");
-        link.complete("b", Ok(json!(2)));
-        link.complete("zzz", Ok(json!(0)));
-        link.complete("a", Ok(json!(1)));
-        assert_eq!(a.await.expect("a").ok(), Some(json!(1)));
-        assert_eq!(b.await.expect("b").ok(), Some(json!(2)));
+        link.complete("b", Ok(raw(&json!(2))));
+        link.complete("zzz", Ok(raw(&json!(0))));
+        link.complete("a", Ok(raw(&json!(1))));
+        let text = |r: Reply| r.map(|v| v.get().to_string()).ok();
+        assert_eq!(text(a.await.expect("a")), Some("1".to_string()));
+        assert_eq!(text(b.await.expect("b")), Some("2".to_string()));
     }
 }
