@@ -80,6 +80,14 @@ pub struct Fleet {
     pub size: usize,
 }
 
+/// Attempts at pairing one extension: the store answers 503 + `Retry-After` when
+/// its writer is busy, and the generator then waits and tries again, as an admin
+/// and an extension would.
+const PAIR_ATTEMPTS: u32 = 20;
+
+/// Pairing retries so far (reported once on stderr, then only counted).
+static PAIR_RETRIES: AtomicU64 = AtomicU64::new(0);
+
 /// Pair `n` extensions with latchkeyd, `concurrency` at a time.
 pub async fn pair(
     server: &Latchkeyd,
@@ -88,7 +96,20 @@ pub async fn pair(
 ) -> anyhow::Result<Vec<FakeExtension>> {
     stream::iter(0..n)
         .map(|i| async move {
-            let mut ext = server.paired_extension().await?;
+            let mut attempt = 1;
+            let mut ext = loop {
+                match server.paired_extension().await {
+                    Ok(ext) => break ext,
+                    Err(e) if attempt < PAIR_ATTEMPTS => {
+                        attempt += 1;
+                        if PAIR_RETRIES.fetch_add(1, Ordering::Relaxed) == 0 {
+                            eprintln!("pairing retried ({e:#}); further retries not shown");
+                        }
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                    Err(e) => return Err(e.context(format!("pairing device {i}"))),
+                }
+            };
             ext.local_addr = Some(source_addr(i));
             anyhow::Ok(ext)
         })

@@ -155,7 +155,7 @@ pub async fn run(devices: usize, steps: usize, window_secs: f64) -> anyhow::Resu
         calls_in_flight_per_device: 8,
     })
     .await?;
-    let exts = fleet::pair(&server, devices, 32).await?;
+    let exts = fleet::pair(&server, devices, 8).await?;
     let server_target = measure("latchkeyd", exts, true, server.sampler(), steps, window).await?;
     server.stop().await;
     let ratio_all_in = server_target.all_in_per_device / relay_target.all_in_per_device.max(1.0);

@@ -119,7 +119,7 @@ pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormRe
         calls_in_flight_per_device: 8,
     })
     .await?;
-    let exts = fleet::pair(&server, devices, 32).await?;
+    let exts = fleet::pair(&server, devices, 8).await?;
     let mut f = Fleet::launch(exts, behaviour(true));
     f.wait_online(devices, BACK_DEADLINE).await?;
     for &j in jitters {

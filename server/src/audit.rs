@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::store::{NewAuditEvent, Store};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::{DeviceSeen, NewAuditEvent, Store, StoreError};
 
 /// Stable action names.
 pub mod action {
@@ -30,6 +32,7 @@ pub mod action {
 pub struct Audit {
     store: Arc<dyn Store>,
     clock: Clock,
+    writer: mpsc::Sender<Pending>,
 }
 
 impl std::fmt::Debug for Audit {
@@ -49,9 +52,28 @@ pub struct Event<'a> {
     pub detail: Option<String>,
 }
 
+/// Rows waiting for the group commit, and the caller waiting on them.
+struct Pending {
+    seen: Option<DeviceSeen>,
+    event: Option<NewAuditEvent>,
+    done: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Requests queued for the writer before callers wait for room.
+const WRITER_QUEUE: usize = 4096;
+/// Rows in one transaction at most.
+const MAX_BATCH: usize = 512;
+
 impl Audit {
+    /// Starts the group-commit writer on the current runtime.
     pub fn new(store: Arc<dyn Store>, clock: Clock) -> Self {
-        Self { store, clock }
+        let (writer, queue) = mpsc::channel(WRITER_QUEUE);
+        tokio::spawn(group_commit(store.clone(), queue));
+        Self {
+            store,
+            clock,
+            writer,
+        }
     }
 
     pub async fn record(&self, e: Event<'_>) {
@@ -64,8 +86,68 @@ impl Audit {
             outcome: e.outcome.to_string(),
             detail: e.detail,
         };
-        if let Err(err) = self.store.insert_audit(&row).await {
-            tracing::warn!(error = %err, action = row.action, "audit event not written");
+        let action = row.action.clone();
+        if let Err(err) = self.commit(None, Some(row)).await {
+            tracing::warn!(error = %err, action, "audit event not written");
+        }
+    }
+
+    /// Record when a device was last seen (and its browser, from a handshake).
+    /// Returns once committed, like a direct write, but shares the transaction
+    /// with whatever else is waiting.
+    pub async fn device_seen(
+        &self,
+        tenant_id: &str,
+        device_id: &str,
+        at: i64,
+        browser: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        let seen = DeviceSeen {
+            tenant_id: tenant_id.to_string(),
+            device_id: device_id.to_string(),
+            at,
+            browser: browser.map(|(n, v)| (n.to_string(), v.to_string())),
+        };
+        self.commit(Some(seen), None).await
+    }
+
+    async fn commit(
+        &self,
+        seen: Option<DeviceSeen>,
+        event: Option<NewAuditEvent>,
+    ) -> Result<(), StoreError> {
+        let (done, answer) = oneshot::channel();
+        match self.writer.send(Pending { seen, event, done }).await {
+            Ok(()) => answer
+                .await
+                .unwrap_or_else(|_| Err(StoreError::Unavailable("audit writer stopped".into()))),
+            // The writer is gone (runtime shutting down): write directly.
+            Err(mpsc::error::SendError(p)) => {
+                let seen: Vec<DeviceSeen> = p.seen.into_iter().collect();
+                let events: Vec<NewAuditEvent> = p.event.into_iter().collect();
+                self.store.record_activity(&seen, &events).await
+            }
+        }
+    }
+}
+
+/// The writer: takes whatever is queued (up to [`MAX_BATCH`]), commits it in one
+/// transaction and answers every waiter. While one commit runs the next batch
+/// gathers, so the commit rate follows the store's speed with no timer.
+async fn group_commit(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Pending>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        let seen: Vec<DeviceSeen> = batch.iter().filter_map(|p| p.seen.clone()).collect();
+        let events: Vec<NewAuditEvent> = batch.iter().filter_map(|p| p.event.clone()).collect();
+        let result = store.record_activity(&seen, &events).await;
+        for p in batch {
+            let _ = p.done.send(result.clone());
         }
     }
 }

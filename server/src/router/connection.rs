@@ -102,8 +102,8 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => end.why).increment(1);
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
             if let Err(e) = state
-                .store
-                .record_device_seen(&device.tenant_id, &device.id, last_seen, None)
+                .audit
+                .device_seen(&device.tenant_id, &device.id, last_seen, None)
                 .await
             {
                 debug!(error = %e, "last_seen_at not recorded");
@@ -223,8 +223,8 @@ impl Connection {
         );
         if let Err(e) = self
             .state
-            .store
-            .record_device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
+            .audit
+            .device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
             .await
         {
             debug!(error = %e, "browser info not recorded");

@@ -2,7 +2,7 @@
 
 use latchkey_protocol::ErrorCode;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The database is unreachable, busy beyond its lock timeout, or out of space.
     #[error("store unavailable: {0}")]

@@ -67,6 +67,16 @@ pub struct GrantTimes {
     pub renew_after: i64,
 }
 
+/// What a connection event tells the store about a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSeen {
+    pub tenant_id: String,
+    pub device_id: String,
+    pub at: i64,
+    /// (name, version) from the handshake; None keeps what is stored.
+    pub browser: Option<(String, String)>,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Which backend this is, for logs and `check-config`.
@@ -160,13 +170,13 @@ pub trait Store: Send + Sync + 'static {
         tenant_id: &str,
         device: &NewDevice,
     ) -> Result<DeviceRecord, StoreError>;
-    /// Record what the handshake told us and when the device was last seen.
-    async fn record_device_seen(
+    /// Last-seen (and browser) updates and audit events in one transaction: the
+    /// group commit of [`crate::audit::Audit`], so a reconnect storm costs one
+    /// commit per batch instead of one per connection event.
+    async fn record_activity(
         &self,
-        tenant_id: &str,
-        id: &str,
-        at: i64,
-        browser: Option<(&str, &str)>,
+        seen: &[DeviceSeen],
+        events: &[NewAuditEvent],
     ) -> Result<(), StoreError>;
 
     // Audit.

@@ -372,54 +372,58 @@ macro_rules! impl_sql_store {
                 device.ok_or_else(|| $crate::store::StoreError::Conflict("device id belongs to another tenant".into()))
             }
 
-            async fn record_device_seen(
+            async fn record_activity(
                 &self,
-                tenant_id: &str,
-                id: &str,
-                at: i64,
-                browser: Option<(&str, &str)>,
+                seen: &[$crate::store::DeviceSeen],
+                events: &[$crate::store::NewAuditEvent],
             ) -> Result<(), $crate::store::StoreError> {
-                match browser {
-                    Some((name, version)) => {
-                        sqlx::query(
-                            "UPDATE device SET last_seen_at = $3, browser_name = $4, browser_version = $5 \
-                             WHERE tenant_id = $1 AND id = $2",
-                        )
-                        .bind(tenant_id)
-                        .bind(id)
-                        .bind(at)
-                        .bind(name)
-                        .bind(version)
-                        .execute(&self.pool)
-                        .await?;
-                    }
-                    None => {
-                        sqlx::query("UPDATE device SET last_seen_at = $3 WHERE tenant_id = $1 AND id = $2")
-                            .bind(tenant_id)
-                            .bind(id)
-                            .bind(at)
-                            .execute(&self.pool)
+                let mut tx = self.pool.begin().await?;
+                for s in seen {
+                    match &s.browser {
+                        Some((name, version)) => {
+                            sqlx::query(
+                                "UPDATE device SET last_seen_at = $3, browser_name = $4, browser_version = $5 \
+                                 WHERE tenant_id = $1 AND id = $2",
+                            )
+                            .bind(&s.tenant_id)
+                            .bind(&s.device_id)
+                            .bind(s.at)
+                            .bind(name)
+                            .bind(version)
+                            .execute(&mut *tx)
                             .await?;
+                        }
+                        None => {
+                            sqlx::query("UPDATE device SET last_seen_at = $3 WHERE tenant_id = $1 AND id = $2")
+                                .bind(&s.tenant_id)
+                                .bind(&s.device_id)
+                                .bind(s.at)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                     }
                 }
+                for e in events {
+                    sqlx::query(
+                        "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(&e.tenant_id)
+                    .bind(e.at)
+                    .bind(&e.actor)
+                    .bind(&e.action)
+                    .bind(&e.target)
+                    .bind(&e.outcome)
+                    .bind(&e.detail)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
                 Ok(())
             }
 
             async fn insert_audit(&self, e: &$crate::store::NewAuditEvent) -> Result<(), $crate::store::StoreError> {
-                sqlx::query(
-                    "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(&e.tenant_id)
-                .bind(e.at)
-                .bind(&e.actor)
-                .bind(&e.action)
-                .bind(&e.target)
-                .bind(&e.outcome)
-                .bind(&e.detail)
-                .execute(&self.pool)
-                .await?;
-                Ok(())
+                self.record_activity(&[], std::slice::from_ref(e)).await
             }
 
             async fn list_audit(

@@ -169,17 +169,12 @@ impl Store for TimedStore {
             self.inner.ensure_local_device(tenant_id, device)
         )
     }
-    async fn record_device_seen(
+    async fn record_activity(
         &self,
-        tenant_id: &str,
-        id: &str,
-        at: i64,
-        browser: Option<(&str, &str)>,
+        seen: &[crate::store::DeviceSeen],
+        events: &[NewAuditEvent],
     ) -> Result<(), StoreError> {
-        timed!(
-            "record_device_seen",
-            self.inner.record_device_seen(tenant_id, id, at, browser)
-        )
+        timed!("record_activity", self.inner.record_activity(seen, events))
     }
     async fn insert_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError> {
         timed!("insert_audit", self.inner.insert_audit(event))
