@@ -144,6 +144,16 @@ fn machine_section(md: &mut String, r: &Results) {
             m.cpu, m.cores, m.memory_gib, m.kernel, m.latchkey_version, m.git_commit
         );
     }
+    md.push_str(
+        "Reproduce (about 15 minutes; `ulimit -n` must allow 20,000 descriptors):\n\n\
+         ```sh\n\
+         cargo build --release -p latchkey-load\n\
+         L=./target/release/latchkey-load\n\
+         $L idle && $L latency && $L throughput && $L payload && $L handshake && $L storm\n\
+         $L revoke && $L revoke --postgres\n\
+         $L report    # target/load-results/*.json → docs/benchmarks.md and docs/benchmarks/*.svg\n\
+         ```\n\n",
+    );
     md.push_str("| scenario | run at | command |\n| --- | --- | --- |\n");
     for (name, m) in &all {
         let command = m

@@ -32,7 +32,19 @@ pub mod action {
 pub struct Audit {
     store: Arc<dyn Store>,
     clock: Clock,
-    writer: mpsc::Sender<Pending>,
+    /// Rows someone is waiting on before answering a peer (a handshake, an admin).
+    urgent: mpsc::Sender<Pending>,
+    /// Bookkeeping after the fact (connect and disconnect records): committed as
+    /// surely, but never ahead of urgent rows, so a storm of disconnects cannot
+    /// delay the handshakes of the reconnects.
+    background: mpsc::Sender<Pending>,
+}
+
+/// Which queue a row waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    Urgent,
+    Background,
 }
 
 impl std::fmt::Debug for Audit {
@@ -67,16 +79,23 @@ const MAX_BATCH: usize = 512;
 impl Audit {
     /// Starts the group-commit writer on the current runtime.
     pub fn new(store: Arc<dyn Store>, clock: Clock) -> Self {
-        let (writer, queue) = mpsc::channel(WRITER_QUEUE);
-        tokio::spawn(group_commit(store.clone(), queue));
+        let (urgent, urgent_queue) = mpsc::channel(WRITER_QUEUE);
+        let (background, background_queue) = mpsc::channel(WRITER_QUEUE);
+        tokio::spawn(group_commit(store.clone(), urgent_queue, background_queue));
         Self {
             store,
             clock,
-            writer,
+            urgent,
+            background,
         }
     }
 
     pub async fn record(&self, e: Event<'_>) {
+        self.record_with(Priority::Urgent, e).await;
+    }
+
+    /// Record an event; returns once it is committed (or the failure logged).
+    pub async fn record_with(&self, priority: Priority, e: Event<'_>) {
         let row = NewAuditEvent {
             tenant_id: e.tenant_id.to_string(),
             at: self.clock.now_ms(),
@@ -87,7 +106,7 @@ impl Audit {
             detail: e.detail,
         };
         let action = row.action.clone();
-        if let Err(err) = self.commit(None, Some(row)).await {
+        if let Err(err) = self.commit(priority, None, Some(row)).await {
             tracing::warn!(error = %err, action, "audit event not written");
         }
     }
@@ -97,6 +116,7 @@ impl Audit {
     /// with whatever else is waiting.
     pub async fn device_seen(
         &self,
+        priority: Priority,
         tenant_id: &str,
         device_id: &str,
         at: i64,
@@ -108,16 +128,21 @@ impl Audit {
             at,
             browser: browser.map(|(n, v)| (n.to_string(), v.to_string())),
         };
-        self.commit(Some(seen), None).await
+        self.commit(priority, Some(seen), None).await
     }
 
     async fn commit(
         &self,
+        priority: Priority,
         seen: Option<DeviceSeen>,
         event: Option<NewAuditEvent>,
     ) -> Result<(), StoreError> {
         let (done, answer) = oneshot::channel();
-        match self.writer.send(Pending { seen, event, done }).await {
+        let queue = match priority {
+            Priority::Urgent => &self.urgent,
+            Priority::Background => &self.background,
+        };
+        match queue.send(Pending { seen, event, done }).await {
             Ok(()) => answer
                 .await
                 .unwrap_or_else(|_| Err(StoreError::Unavailable("audit writer stopped".into()))),
@@ -131,16 +156,29 @@ impl Audit {
     }
 }
 
-/// The writer: takes whatever is queued (up to [`MAX_BATCH`]), commits it in one
-/// transaction and answers every waiter. While one commit runs the next batch
-/// gathers, so the commit rate follows the store's speed with no timer.
-async fn group_commit(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Pending>) {
-    while let Some(first) = queue.recv().await {
+/// The writer: takes whatever is queued, urgent rows first (up to [`MAX_BATCH`]),
+/// commits it in one transaction and answers every waiter. While one commit runs
+/// the next batch gathers, so the commit rate follows the store's speed with no
+/// timer.
+async fn group_commit(
+    store: Arc<dyn Store>,
+    mut urgent: mpsc::Receiver<Pending>,
+    mut background: mpsc::Receiver<Pending>,
+) {
+    loop {
+        let first = tokio::select! {
+            biased;
+            Some(p) = urgent.recv() => p,
+            Some(p) = background.recv() => p,
+            else => break,
+        };
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
+        for queue in [&mut urgent, &mut background] {
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(p) => batch.push(p),
+                    Err(_) => break,
+                }
             }
         }
         let seen: Vec<DeviceSeen> = batch.iter().filter_map(|p| p.seen.clone()).collect();

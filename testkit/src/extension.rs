@@ -193,7 +193,8 @@ impl FakeExtension {
                 tokio_tungstenite::connect_async_tls_with_config(
                     request,
                     Some(config),
-                    false,
+                    // As Chromium does: no Nagle delay on small frames.
+                    true,
                     connector,
                 )
                 .await
@@ -263,7 +264,9 @@ async fn connect_from(
         tokio::net::TcpSocket::new_v6()?
     };
     socket.bind(std::net::SocketAddr::new(local, 0))?;
-    Ok(socket.connect(target).await?)
+    let stream = socket.connect(target).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// The default handshake params of a 1.0 extension.

@@ -18,7 +18,7 @@ use tokio::time::{Instant, interval, sleep, timeout};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::app::AppState;
-use crate::audit::{self, Event, action};
+use crate::audit::{self, Event, Priority, action};
 use crate::router::handshake;
 use crate::router::link::{DeviceLink, reason_for_close};
 use crate::router::registry::Registration;
@@ -103,21 +103,30 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
             if let Err(e) = state
                 .audit
-                .device_seen(&device.tenant_id, &device.id, last_seen, None)
+                .device_seen(
+                    Priority::Background,
+                    &device.tenant_id,
+                    &device.id,
+                    last_seen,
+                    None,
+                )
                 .await
             {
                 debug!(error = %e, "last_seen_at not recorded");
             }
             state
                 .audit
-                .record(Event {
-                    tenant_id: &device.tenant_id,
-                    actor: audit::device_ref(&device.id),
-                    action: action::DEVICE_DISCONNECT,
-                    target: audit::device_ref(&device.id),
-                    outcome: end.why,
-                    detail: end.close.map(|c| format!("close {}", c.code())),
-                })
+                .record_with(
+                    Priority::Background,
+                    Event {
+                        tenant_id: &device.tenant_id,
+                        actor: audit::device_ref(&device.id),
+                        action: action::DEVICE_DISCONNECT,
+                        target: audit::device_ref(&device.id),
+                        outcome: end.why,
+                        detail: end.close.map(|c| format!("close {}", c.code())),
+                    },
+                )
                 .await;
         }
     }
@@ -224,7 +233,13 @@ impl Connection {
         if let Err(e) = self
             .state
             .audit
-            .device_seen(&self.device.tenant_id, &self.device.id, now, Some(browser))
+            .device_seen(
+                Priority::Urgent,
+                &self.device.tenant_id,
+                &self.device.id,
+                now,
+                Some(browser),
+            )
             .await
         {
             debug!(error = %e, "browser info not recorded");
@@ -262,17 +277,20 @@ impl Connection {
         info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
         self.state
             .audit
-            .record(Event {
-                tenant_id: &self.device.tenant_id,
-                actor: audit::device_ref(&self.device.id),
-                action: action::DEVICE_CONNECT,
-                target: audit::device_ref(&self.device.id),
-                outcome: "ok",
-                detail: Some(format!(
-                    "from {} extension {} protocol {} browser {}",
-                    self.peer, params.version, params.protocol_version, params.browser.name
-                )),
-            })
+            .record_with(
+                Priority::Background,
+                Event {
+                    tenant_id: &self.device.tenant_id,
+                    actor: audit::device_ref(&self.device.id),
+                    action: action::DEVICE_CONNECT,
+                    target: audit::device_ref(&self.device.id),
+                    outcome: "ok",
+                    detail: Some(format!(
+                        "from {} extension {} protocol {} browser {}",
+                        self.peer, params.version, params.protocol_version, params.browser.name
+                    )),
+                },
+            )
             .await;
         self.serve().await
     }
