@@ -6,11 +6,15 @@
 use std::io::IsTerminal;
 
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 use crate::config::LogFormat;
+
+/// Spans opened for every relayed call (`router::calls`, `agent::socket`).
+const PER_CALL_SPANS: &[&str] = &["call", "agent_request"];
 
 /// Install the global subscriber. Safe to call once per process.
 pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Result<(), String> {
@@ -26,6 +30,13 @@ pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Re
             .with_current_span(true)
             .boxed(),
     };
+    // Per-call spans stay out of the log lines (events inside a call still print,
+    // with their connection's span): formatting them for the log layer cost about a
+    // quarter of a relayed call's CPU (docs/benchmarks.md). The trace layer still
+    // gets them; with no trace export they are never created at all.
+    let lines = lines.with_filter(filter_fn(|meta| {
+        !(meta.is_span() && PER_CALL_SPANS.contains(&meta.name()))
+    }));
     let otel = traces.map(super::otel::layer);
     tracing_subscriber::registry()
         .with(filter)
