@@ -87,6 +87,19 @@ impl LoopResult {
     }
 }
 
+/// Run every socket's loop and add their results up.
+async fn total(
+    runs: impl IntoIterator<Item = impl std::future::Future<Output = anyhow::Result<LoopResult>>>,
+    start: Instant,
+) -> anyhow::Result<LoopResult> {
+    let mut total = LoopResult::default();
+    for r in futures_util::future::try_join_all(runs).await? {
+        total.merge(r);
+    }
+    total.elapsed = start.elapsed();
+    Ok(total)
+}
+
 /// `tool.echo` with `pad` bytes of params.
 fn call_frame(id: &str, session: Option<&str>, pad: &str) -> String {
     let mut params = json!({ "pad": pad });
@@ -171,12 +184,7 @@ pub async fn closed_loop(
             anyhow::Ok(result)
         }
     });
-    let mut total = LoopResult::default();
-    for r in futures_util::future::try_join_all(runs).await? {
-        total.merge(r);
-    }
-    total.elapsed = start.elapsed();
-    Ok(total)
+    total(runs, start).await
 }
 
 /// Send `rate` calls per second in all, spread evenly over the sockets, for
@@ -250,10 +258,5 @@ pub async fn open_loop(
             anyhow::Ok(result)
         }
     });
-    let mut total = LoopResult::default();
-    for r in futures_util::future::try_join_all(runs).await? {
-        total.merge(r);
-    }
-    total.elapsed = start.elapsed();
-    Ok(total)
+    total(runs, start).await
 }

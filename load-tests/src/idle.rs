@@ -138,14 +138,7 @@ pub async fn run(devices: usize, steps: usize, window_secs: f64) -> anyhow::Resu
     procfs::check_fd_limit(devices + 500)?;
     let window = Duration::from_secs_f64(window_secs);
     let relay = Relay::start(true).await?;
-    let http = latchkey_testkit::reqwest::Client::new();
-    let relay_exts = (0..devices)
-        .map(|i| {
-            let mut e = relay.extension(http.clone())?;
-            e.local_addr = Some(fleet::source_addr(i));
-            Ok(e)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let relay_exts = relay.extensions(devices)?;
     let relay_target = measure("relay", relay_exts, false, relay.sampler(), steps, window).await?;
     relay.stop().await;
 

@@ -69,14 +69,7 @@ pub async fn on_latchkeyd(
 
 /// The same on the bare relay.
 pub async fn on_relay(relay: &Relay, pairs: usize, result_bytes: usize) -> anyhow::Result<Pairs> {
-    let http = latchkey_testkit::reqwest::Client::new();
-    let extensions = (0..pairs)
-        .map(|i| {
-            let mut ext = relay.extension(http.clone())?;
-            ext.local_addr = Some(fleet::source_addr(i));
-            Ok(ext)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let extensions = relay.extensions(pairs)?;
     let mut fleet = Fleet::launch(
         extensions,
         Behaviour {

@@ -97,14 +97,7 @@ pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormRe
     };
 
     let relay = Relay::start(true).await?;
-    let http = latchkey_testkit::reqwest::Client::new();
-    let exts = (0..devices)
-        .map(|i| {
-            let mut e = relay.extension(http.clone())?;
-            e.local_addr = Some(fleet::source_addr(i));
-            Ok(e)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let exts = relay.extensions(devices)?;
     let mut f = Fleet::launch(exts, behaviour(false));
     f.wait_online(devices, BACK_DEADLINE).await?;
     for &j in jitters {

@@ -88,11 +88,21 @@ impl ChildProcess {
     }
 }
 
-/// Test certificates (ECDSA P-256 from rcgen) written into `dir`.
-fn write_certs(dir: &Path) -> anyhow::Result<(TestCerts, std::path::PathBuf, std::path::PathBuf)> {
+/// With `tls`: test certificates (ECDSA P-256 from rcgen) written into `dir` and
+/// passed as `--tls-cert`/`--tls-key`; both servers take the same flags.
+fn tls_args(tls: bool, dir: &Path, args: &mut Vec<String>) -> anyhow::Result<Option<TestCerts>> {
+    if !tls {
+        return Ok(None);
+    }
     let certs = TestCerts::generate()?;
     let (cert, key) = certs.write(dir)?;
-    Ok((certs, cert, key))
+    args.extend([
+        "--tls-cert".into(),
+        cert.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+    ]);
+    Ok(Some(certs))
 }
 
 fn http_client(certs: Option<&TestCerts>) -> anyhow::Result<reqwest::Client> {
@@ -143,18 +153,7 @@ impl Latchkeyd {
             "--metrics-listen".into(),
             "127.0.0.1:0".into(),
         ];
-        let certs = if options.tls {
-            let (certs, cert, key) = write_certs(dir.path())?;
-            args.extend([
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-            ]);
-            Some(certs)
-        } else {
-            None
-        };
+        let certs = tls_args(options.tls, dir.path(), &mut args)?;
         args.push("serve".into());
         let process = ChildProcess::spawn(
             &args,
@@ -257,18 +256,7 @@ impl Relay {
     pub async fn start(tls: bool) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let mut args: Vec<String> = vec!["serve-relay".into()];
-        let certs = if tls {
-            let (certs, cert, key) = write_certs(dir.path())?;
-            args.extend([
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-            ]);
-            Some(certs)
-        } else {
-            None
-        };
+        let certs = tls_args(tls, dir.path(), &mut args)?;
         let process =
             ChildProcess::spawn(&args, &dir.path().join("relay.log"), crate::relay::READY).await?;
         let line = process.lines.last().context("relay printed nothing")?;
@@ -302,16 +290,24 @@ impl Relay {
         }
     }
 
-    /// An extension stand-in that dials the relay's device port (no pairing there).
-    pub fn extension(&self, http: reqwest::Client) -> anyhow::Result<FakeExtension> {
+    /// `n` extension stand-ins that dial the relay's device port (no pairing
+    /// there), each from its own source address.
+    pub fn extensions(&self, n: usize) -> anyhow::Result<Vec<FakeExtension>> {
+        let http = reqwest::Client::new();
         let host = match self.client_tls {
             Some(_) => format!("localhost:{}", self.device_addr.port()),
             None => self.device_addr.to_string(),
         };
         let link = format!("{}://{host}/extension#relay", self.scheme());
-        let mut ext = FakeExtension::from_link(&link, http, self.client_tls.clone())?;
-        ext.token = Some("relay".to_string());
-        Ok(ext)
+        (0..n)
+            .map(|i| {
+                let mut ext =
+                    FakeExtension::from_link(&link, http.clone(), self.client_tls.clone())?;
+                ext.token = Some("relay".to_string());
+                ext.local_addr = Some(crate::fleet::source_addr(i));
+                Ok(ext)
+            })
+            .collect()
     }
 
     pub fn agent_url(&self) -> String {

@@ -96,6 +96,22 @@ impl Audit {
 
     /// Record an event; returns once it is committed (or the failure logged).
     pub async fn record_with(&self, priority: Priority, e: Event<'_>) {
+        self.record_rows(priority, None, e).await;
+    }
+
+    /// A device's last-seen time and an event about it (its disconnect), committed
+    /// together as one queued item.
+    pub async fn record_seen(&self, priority: Priority, device_id: &str, at: i64, e: Event<'_>) {
+        let seen = DeviceSeen {
+            tenant_id: e.tenant_id.to_string(),
+            device_id: device_id.to_string(),
+            at,
+            browser: None,
+        };
+        self.record_rows(priority, Some(seen), e).await;
+    }
+
+    async fn record_rows(&self, priority: Priority, seen: Option<DeviceSeen>, e: Event<'_>) {
         let row = NewAuditEvent {
             tenant_id: e.tenant_id.to_string(),
             at: self.clock.now_ms(),
@@ -106,7 +122,7 @@ impl Audit {
             detail: e.detail,
         };
         let action = row.action.clone();
-        if let Err(err) = self.commit(priority, None, Some(row)).await {
+        if let Err(err) = self.commit(priority, seen, Some(row)).await {
             tracing::warn!(error = %err, action, "audit event not written");
         }
     }

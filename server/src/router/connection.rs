@@ -101,23 +101,12 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             metrics::gauge!(telemetry::DEVICES_CONNECTED).decrement(1.0);
             metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => end.why).increment(1);
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
-            if let Err(e) = state
-                .audit
-                .device_seen(
-                    Priority::Background,
-                    &device.tenant_id,
-                    &device.id,
-                    last_seen,
-                    None,
-                )
-                .await
-            {
-                debug!(error = %e, "last_seen_at not recorded");
-            }
             state
                 .audit
-                .record_with(
+                .record_seen(
                     Priority::Background,
+                    &device.id,
+                    last_seen,
                     Event {
                         tenant_id: &device.tenant_id,
                         actor: audit::device_ref(&device.id),
