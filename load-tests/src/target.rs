@@ -136,8 +136,12 @@ impl Latchkeyd {
         std::fs::write(
             &config,
             format!(
+                // The generator is one client hammering on purpose: rate limits
+                // would measure themselves, not the gateway.
                 "[limits]\nauthorize_per_minute = 60000\nmax_unused_pairings = {}\n\
-                 max_calls_in_flight_per_device = {}\n",
+                 max_calls_in_flight_per_device = {}\nupgrades_per_minute = 60000\n\
+                 agent_calls_per_second_per_token = 10000000\n\
+                 agent_calls_per_second_per_tenant = 10000000\n",
                 options.devices + 100,
                 options.calls_in_flight_per_device
             ),

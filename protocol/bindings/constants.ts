@@ -7,6 +7,7 @@ export const CloseCodes = {
   PolicyViolation: 1008,
   MessageTooBig: 1009,
   InternalError: 1011,
+  TryAgainLater: 1013,
   Revoked: 4001,
   Expired: 4002,
   Replaced: 4003,
@@ -15,7 +16,7 @@ export const CloseCodes = {
 } as const;
 
 /** Close codes after which the extension reconnects on its own. */
-export const RECONNECT_CLOSE_CODES: readonly number[] = [1000, 1001, 1011, 4005];
+export const RECONNECT_CLOSE_CODES: readonly number[] = [1000, 1001, 1011, 1013, 4005];
 
 export const SYSTEM_HANDSHAKE = "system.handshake";
 export const CANCEL = "cancel";

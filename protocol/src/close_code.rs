@@ -22,6 +22,8 @@ pub enum CloseCode {
     MessageTooBig,
     /// 1011: an unexpected server error.
     InternalError,
+    /// 1013: the node is at capacity; reconnect with backoff.
+    TryAgainLater,
     /// 4001: an administrator revoked this device; pair again.
     Revoked,
     /// 4002: the device grant expired; pair again.
@@ -36,12 +38,13 @@ pub enum CloseCode {
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 10] = [
+    pub const ALL: [CloseCode; 11] = [
         CloseCode::Normal,
         CloseCode::GoingAway,
         CloseCode::PolicyViolation,
         CloseCode::MessageTooBig,
         CloseCode::InternalError,
+        CloseCode::TryAgainLater,
         CloseCode::Revoked,
         CloseCode::Expired,
         CloseCode::Replaced,
@@ -57,6 +60,7 @@ impl CloseCode {
             CloseCode::PolicyViolation => 1008,
             CloseCode::MessageTooBig => 1009,
             CloseCode::InternalError => 1011,
+            CloseCode::TryAgainLater => 1013,
             CloseCode::Revoked => 4001,
             CloseCode::Expired => 4002,
             CloseCode::Replaced => 4003,
@@ -73,6 +77,7 @@ impl CloseCode {
             CloseCode::PolicyViolation => "protocol violation",
             CloseCode::MessageTooBig => "message too big",
             CloseCode::InternalError => "internal error",
+            CloseCode::TryAgainLater => "at capacity, try again later",
             CloseCode::Revoked => "device revoked",
             CloseCode::Expired => "device grant expired",
             CloseCode::Replaced => "replaced by a newer connection",
@@ -87,6 +92,7 @@ impl CloseCode {
             self,
             CloseCode::GoingAway
                 | CloseCode::InternalError
+                | CloseCode::TryAgainLater
                 | CloseCode::IdleTimeout
                 | CloseCode::Normal
         )

@@ -33,11 +33,18 @@ pub struct AppState {
     pub sessions: SessionTable,
     pub agent_sockets: crate::agent::socket::AgentSocketCounter,
     pub authorize_limiter: Arc<PeerRateLimiter>,
+    pub upgrade_limiter: Arc<PeerRateLimiter>,
+    pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
     pub audit: Audit,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
     pub public_base: Arc<str>,
-    /// Cancelled when the server starts draining.
+    /// Cancelled when the server starts draining: readiness turns false, nothing new
+    /// is accepted (connections, sessions, calls), calls in flight may finish.
     pub shutdown: CancellationToken,
+    /// Cancelled when the drain's grace for calls is over: every socket closes (1001).
+    pub closing: CancellationToken,
+    /// Every agent call in flight, so the drain can wait for them.
+    pub calls: TaskTracker,
     /// Every connection task, so shutdown can wait for them.
     pub tasks: TaskTracker,
 }

@@ -47,6 +47,12 @@ pub struct Limits {
     pub renew_after_secs: u64,
     /// `/extension/authorize` requests per peer address per minute.
     pub authorize_per_minute: u32,
+    /// `GET /extension` upgrades per peer address per minute.
+    pub upgrades_per_minute: u32,
+    /// Agent API requests (REST requests and agent-socket frames) per token per second.
+    pub agent_calls_per_second_per_token: u32,
+    /// Agent API requests per tenant per second, all its tokens together.
+    pub agent_calls_per_second_per_tenant: u32,
     /// First-frame limit after the upgrade.
     pub handshake_timeout_ms: u64,
     /// Drop a device silent this long (after its first heartbeat). The contract
@@ -62,6 +68,15 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// TLS handshake and HTTP header read limit per new connection.
     pub setup_timeout_ms: u64,
+    /// Connections in TLS/HTTP setup at once; at the cap the oldest is dropped.
+    pub max_connections_in_setup: usize,
+    /// Devices online (handshaken) on this node; a new one beyond gets 503.
+    pub max_online_devices: usize,
+    /// Agent WebSockets open on this node, all tokens together.
+    pub max_agent_sockets: usize,
+    /// A write to a peer that cannot complete this long closes the connection
+    /// (a peer that stops reading must not pin memory or a task).
+    pub write_stall_timeout_ms: u64,
     /// How long an `/authorize` body may take to arrive.
     pub body_timeout_ms: u64,
     /// SQLite writer lock wait before a request is answered 503.
@@ -92,6 +107,9 @@ impl Default for Limits {
             device_ttl_secs: 90 * DAY,
             renew_after_secs: 30 * DAY,
             authorize_per_minute: 60,
+            upgrades_per_minute: 600,
+            agent_calls_per_second_per_token: 200,
+            agent_calls_per_second_per_tenant: 1_000,
             handshake_timeout_ms: 5_000,
             liveness_timeout_ms: 60_000,
             reaper_interval_ms: 15_000,
@@ -99,6 +117,10 @@ impl Default for Limits {
             store_failure_grace_ms: 30_000,
             max_message_bytes: 16 << 20,
             setup_timeout_ms: 5_000,
+            max_connections_in_setup: crate::transport::setup::DEFAULT_MAX_IN_SETUP,
+            max_online_devices: 50_000,
+            max_agent_sockets: 10_000,
+            write_stall_timeout_ms: 10_000,
             body_timeout_ms: 5_000,
             sqlite_busy_timeout_ms: 500,
             pg_acquire_timeout_ms: 3_000,
@@ -317,6 +339,27 @@ impl Config {
         }
         for p in self.tracing.problems() {
             problem(p);
+        }
+        for (name, value) in [
+            ("upgrades_per_minute", l.upgrades_per_minute as usize),
+            (
+                "agent_calls_per_second_per_token",
+                l.agent_calls_per_second_per_token as usize,
+            ),
+            (
+                "agent_calls_per_second_per_tenant",
+                l.agent_calls_per_second_per_tenant as usize,
+            ),
+            ("max_connections_in_setup", l.max_connections_in_setup),
+            ("max_online_devices", l.max_online_devices),
+            ("max_agent_sockets", l.max_agent_sockets),
+        ] {
+            if value == 0 {
+                problem(format!("limits.{name} must be at least 1"));
+            }
+        }
+        if l.write_stall_timeout_ms == 0 {
+            problem("limits.write_stall_timeout_ms must be at least 1".into());
         }
         if l.max_calls_in_flight_per_device == 0 {
             problem("limits.max_calls_in_flight_per_device must be at least 1".into());

@@ -106,15 +106,38 @@ impl ServerHandle {
         &self.state
     }
 
-    /// Drain: stop accepting, close every device socket with 1001, finish in-flight
-    /// HTTP exchanges, and wait for all connection tasks up to the drain timeout.
+    /// Drain, within the drain timeout: stop accepting (readiness turns false, new
+    /// connections, sessions and calls are refused with `server_shutting_down`); give
+    /// calls in flight half the budget to finish; then close every socket with 1001,
+    /// which answers the calls still waiting with `server_shutting_down`; and wait for
+    /// every connection task for the rest.
     pub async fn shutdown(self) {
-        let drain = Duration::from_millis(self.state.config.limits.drain_timeout_ms);
-        self.state.shutdown.cancel();
-        self.state.registry.close_all(CloseCode::GoingAway);
+        let state = &self.state;
+        let drain = Duration::from_millis(state.config.limits.drain_timeout_ms);
+        let deadline = tokio::time::Instant::now() + drain;
+        state.shutdown.cancel();
         let _ = self.accept.await;
-        self.state.tasks.close();
-        if tokio::time::timeout(drain, self.state.tasks.wait())
+        state.calls.close();
+        let in_flight = state.calls.len();
+        if in_flight > 0 {
+            tracing::info!(calls = in_flight, "draining: waiting for calls in flight");
+        }
+        if tokio::time::timeout(drain / 2, state.calls.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                calls = state.calls.len(),
+                "calls still in flight after half the drain timeout: answering them server_shutting_down"
+            );
+        }
+        state.registry.close_all(CloseCode::GoingAway);
+        // The calls the close just failed hand their answers to the agent sockets
+        // before those close.
+        let _ = tokio::time::timeout_at(deadline, state.calls.wait()).await;
+        state.closing.cancel();
+        state.tasks.close();
+        if tokio::time::timeout_at(deadline, state.tasks.wait())
             .await
             .is_err()
         {
@@ -182,6 +205,14 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
             config.limits.authorize_per_minute,
             RATE_LIMIT_MAX_KEYS,
         )),
+        upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
+            config.limits.upgrades_per_minute,
+            RATE_LIMIT_MAX_KEYS,
+        )),
+        agent_limiter: Arc::new(limits::agent_rate::AgentRateLimiter::per_second(
+            config.limits.agent_calls_per_second_per_token,
+            config.limits.agent_calls_per_second_per_tenant,
+        )),
         config: Arc::new(config),
         clock,
         registry: DeviceRegistry::default(),
@@ -189,6 +220,8 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         agent_sockets: agent::socket::AgentSocketCounter::default(),
         public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
+        closing: CancellationToken::new(),
+        calls: TaskTracker::new(),
         tasks: TaskTracker::new(),
     };
     let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {
@@ -213,6 +246,7 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         tls,
         app,
         Duration::from_millis(state.config.limits.setup_timeout_ms),
+        state.config.limits.max_connections_in_setup,
         state.shutdown.clone(),
         state.tasks.clone(),
     ));

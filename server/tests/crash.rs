@@ -4,22 +4,13 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use latchkey_testkit::extension::new_token;
-use latchkey_testkit::{Backend, FakeExtension, ScratchDatabase, backend_tests};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use latchkey_testkit::{Backend, Daemon, FakeExtension, ScratchDatabase, backend_tests};
+use tokio::process::Command;
 
-struct Daemon {
-    child: Child,
-    addr: String,
-    bootstrap_token: Option<String>,
-}
-
-/// Start `latchkeyd serve` on port 0 and read its address (and first-start token)
-/// from stdout.
+/// Start `latchkeyd serve` on port 0 with these failpoints.
 async fn start(data_dir: &std::path::Path, database_url: Option<&str>, failpoints: &str) -> Daemon {
     let mut command = Command::new(env!("CARGO_BIN_EXE_latchkeyd"));
     command
@@ -35,36 +26,10 @@ async fn start(data_dir: &std::path::Path, database_url: Option<&str>, failpoint
     if let Some(url) = database_url {
         command.env("LATCHKEY_DATABASE_URL", url);
     }
-    let mut child = command
+    command
         .env("LATCHKEY_FAILPOINTS", failpoints)
-        .env("LATCHKEY_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn latchkeyd");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut bootstrap_token = None;
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.expect("read stdout") {
-            let line = line.trim().to_string();
-            if line.starts_with("lk_") {
-                bootstrap_token = Some(line.clone());
-            }
-            if let Some(rest) = line.strip_prefix("latchkeyd listening on ") {
-                return rest.split_whitespace().next().expect("addr").to_string();
-            }
-        }
-        panic!("latchkeyd exited before listening");
-    })
-    .await
-    .expect("latchkeyd did not start in time");
-    Daemon {
-        child,
-        addr,
-        bootstrap_token,
-    }
+        .env("LATCHKEY_LOG", "warn");
+    Daemon::spawn(command).await.expect("latchkeyd")
 }
 
 async fn renewal_committed_before_a_crash_survives_it(backend: Backend) {

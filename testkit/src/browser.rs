@@ -31,6 +31,9 @@ pub enum Action {
     /// Like `Delay`, but a `cancel` does not stop it (the ack says `false`): the late
     /// answer still arrives, as when the work had already finished.
     Stubborn(Duration, Box<Action>),
+    /// Never answer, and stop reading the socket altogether (a peer whose receive
+    /// buffer fills up): the connection stays open until the gateway gives up on it.
+    StopReading,
 }
 
 /// Decides the action for a request; `None` falls back to the defaults
@@ -157,6 +160,7 @@ async fn run(
     let (mut sink, mut stream) = socket.ws.split();
     // Requests whose answer is delayed or never comes, by id: cancellable.
     let mut pending: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut reading = true;
     loop {
         tokio::select! {
             cmd = commands.recv() => match cmd {
@@ -167,7 +171,7 @@ async fn run(
                 }
                 Some(Command::Drop) | None => return Ended::Dropped,
             },
-            msg = stream.next() => {
+            msg = stream.next(), if reading => {
                 let text = match msg {
                     Some(Ok(Message::Text(t))) => t,
                     Some(Ok(Message::Close(frame))) => {
@@ -209,6 +213,7 @@ async fn run(
                 let id = request.id.clone();
                 match action {
                     Action::Disconnect => return Ended::Dropped,
+                    Action::StopReading => reading = false,
                     Action::Never => {
                         pending.insert(id, tokio::spawn(std::future::pending()));
                     }
@@ -224,7 +229,10 @@ async fn run(
                                     let _ = out.send(Command::Drop);
                                     return;
                                 }
-                                Action::Delay(..) | Action::Stubborn(..) | Action::Never => return,
+                                Action::Delay(..)
+                                | Action::Stubborn(..)
+                                | Action::Never
+                                | Action::StopReading => return,
                             };
                             let _ = out.send(Command::Send(text));
                         });

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod agent;
 pub mod browser;
+pub mod daemon;
 pub mod extension;
 pub mod logs;
 pub mod server;
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub use admin::AdminClient;
 pub use agent::{CallOutcome, FakeAgent};
 pub use browser::{Action, FakeBrowser, Script};
+pub use daemon::Daemon;
 pub use extension::{ExtensionSocket, FakeExtension};
 pub use reqwest;
 pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};

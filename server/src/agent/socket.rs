@@ -27,10 +27,16 @@ use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
 use crate::telemetry::metrics as telemetry;
 
-/// Open agent sockets per token, with a guard that gives the slot back.
+/// Open agent sockets per token and on the node, with a guard that gives the slot back.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSocketCounter {
-    inner: Arc<Mutex<HashMap<String, usize>>>,
+    inner: Arc<Mutex<SocketCounts>>,
+}
+
+#[derive(Debug, Default)]
+struct SocketCounts {
+    per_token: HashMap<String, usize>,
+    total: usize,
 }
 
 #[derive(Debug)]
@@ -39,15 +45,31 @@ pub struct SocketSlot {
     token_id: String,
 }
 
+/// Which agent-socket limit a new socket would exceed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketLimit {
+    PerToken(usize),
+    PerNode(usize),
+}
+
 impl AgentSocketCounter {
-    pub fn acquire(&self, token_id: &str, max: usize) -> Option<SocketSlot> {
-        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(token_id.to_string()).or_insert(0);
-        if *n >= max {
-            return None;
+    pub fn acquire(
+        &self,
+        token_id: &str,
+        per_token: usize,
+        per_node: usize,
+    ) -> Result<SocketSlot, SocketLimit> {
+        let mut counts = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if counts.total >= per_node {
+            return Err(SocketLimit::PerNode(per_node));
+        }
+        let n = counts.per_token.entry(token_id.to_string()).or_insert(0);
+        if *n >= per_token {
+            return Err(SocketLimit::PerToken(per_token));
         }
         *n += 1;
-        Some(SocketSlot {
+        counts.total += 1;
+        Ok(SocketSlot {
             counter: self.clone(),
             token_id: token_id.to_string(),
         })
@@ -56,11 +78,12 @@ impl AgentSocketCounter {
 
 impl Drop for SocketSlot {
     fn drop(&mut self) {
-        let mut map = self.counter.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(&self.token_id) {
+        let mut counts = self.counter.inner.lock().unwrap_or_else(|p| p.into_inner());
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(n) = counts.per_token.get_mut(&self.token_id) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                map.remove(&self.token_id);
+                counts.per_token.remove(&self.token_id);
             }
         }
     }
@@ -71,14 +94,27 @@ pub async fn upgrade(
     p: Principal,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let max = state.config.limits.max_agent_sockets_per_token;
-    let Some(slot) = state.agent_sockets.acquire(&p.token_id, max) else {
-        return ApiError::new(
-            ErrorCode::CapacityReached,
-            format!("this token already has {max} agent sockets open"),
-        )
-        .retry_after(5)
-        .into_response();
+    let limits = &state.config.limits;
+    let slot = match state.agent_sockets.acquire(
+        &p.token_id,
+        limits.max_agent_sockets_per_token,
+        limits.max_agent_sockets,
+    ) {
+        Ok(slot) => slot,
+        Err(limit) => {
+            telemetry::refused("capacity_reached");
+            let message = match limit {
+                SocketLimit::PerToken(max) => {
+                    format!("this token already has {max} agent sockets open")
+                }
+                SocketLimit::PerNode(max) => {
+                    format!("this gateway node has {max} agent sockets open; try another or later")
+                }
+            };
+            return ApiError::new(ErrorCode::CapacityReached, message)
+                .retry_after(5)
+                .into_response();
+        }
     };
     let ws = crate::transport::websocket_settings(ws, &state.config.limits);
     let tracker = state.tasks.clone();
@@ -95,12 +131,44 @@ type Running = HashMap<String, (JoinHandle<()>, Arc<AtomicBool>)>;
 /// The socket's write half, shared by the tasks answering requests: each answer is
 /// written by the task that produced it, with no extra hop.
 #[derive(Clone)]
-struct Outgoing(Arc<tokio::sync::Mutex<SplitSink<WebSocket, Message>>>);
+struct Outgoing {
+    sink: Arc<tokio::sync::Mutex<SplitSink<WebSocket, Message>>>,
+    /// How long one write (waiting for the writers before it included) may take.
+    stall: std::time::Duration,
+    /// Cancelled when the socket ends (the agent left, or stopped reading and a
+    /// write stalled): everything holding a clone lets go, so the socket is dropped.
+    ended: tokio_util::sync::CancellationToken,
+}
+
+/// Why an answer could not be written.
+#[derive(Debug)]
+enum SendError {
+    Closed,
+    Stalled,
+}
 
 impl Outgoing {
-    async fn send(&self, text: String) -> Result<(), axum::Error> {
+    async fn send(&self, text: String) -> Result<(), SendError> {
         telemetry::frame("out", "agent", text.len());
-        self.0.lock().await.send(Message::Text(text.into())).await
+        let write = async {
+            self.sink
+                .lock()
+                .await
+                .send(Message::Text(text.into()))
+                .await
+        };
+        match tokio::time::timeout(self.stall, write).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(SendError::Closed),
+            Err(_) => {
+                if !self.ended.is_cancelled() {
+                    telemetry::refused("write_stalled");
+                    debug!("agent stopped reading: socket dropped");
+                    self.ended.cancel();
+                }
+                Err(SendError::Stalled)
+            }
+        }
     }
 }
 
@@ -141,13 +209,18 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
 
 async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     let (sink, mut stream) = socket.split();
-    let out_tx = Outgoing(Arc::new(tokio::sync::Mutex::new(sink)));
+    let out_tx = Outgoing {
+        sink: Arc::new(tokio::sync::Mutex::new(sink)),
+        stall: std::time::Duration::from_millis(state.config.limits.write_stall_timeout_ms),
+        ended: tokio_util::sync::CancellationToken::new(),
+    };
     let running: Arc<Mutex<Running>> = Arc::default();
-    let shutdown = state.shutdown.clone();
+    let closing = state.closing.clone();
     loop {
         let msg = tokio::select! {
             m = stream.next() => m,
-            _ = shutdown.cancelled() => break,
+            _ = closing.cancelled() => break,
+            _ = out_tx.ended.cancelled() => break,
         };
         let text = match msg {
             Some(Ok(Message::Text(t))) => {
@@ -202,6 +275,14 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
                 .await;
             continue;
         }
+        // Cancels are never refused: stopping work must always be possible.
+        if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
+            telemetry::refused("rate_limited");
+            let _ = out_tx
+                .send(reply(&request.id, Err(limited.error_body())))
+                .await;
+            continue;
+        }
         let duplicate = {
             let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
             map.retain(|_, (t, _)| !t.is_finished());
@@ -253,16 +334,32 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, (task, answered));
     }
-    // The agent is gone: cancel everything it still has in flight.
-    let tasks: Vec<JoinHandle<()>> = running
+    // The agent is gone, or the server is closing: cancel everything still in
+    // flight. On a shutdown each request still gets its one answer, then 1001.
+    let left: Vec<(String, JoinHandle<()>, Arc<AtomicBool>)> = running
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .drain()
-        .map(|(_, (t, _))| t)
+        .map(|(id, (t, answered))| (id, t, answered))
         .collect();
-    for t in tasks {
-        t.abort();
+    let shutting_down = closing.is_cancelled() && !out_tx.ended.is_cancelled();
+    for (id, task, answered) in left {
+        task.abort();
+        if shutting_down && !answered.swap(true, Ordering::SeqCst) {
+            let _ = out_tx.send(reply(&id, Err(calls::shutting_down()))).await;
+        }
     }
+    if shutting_down {
+        let close = Message::Close(Some(axum::extract::ws::CloseFrame {
+            code: latchkey_protocol::CloseCode::GoingAway.code(),
+            reason: latchkey_protocol::CloseCode::GoingAway.reason().into(),
+        }));
+        let _ = tokio::time::timeout(out_tx.stall, async {
+            out_tx.sink.lock().await.send(close).await
+        })
+        .await;
+    }
+    out_tx.ended.cancel();
     debug!("agent socket closed");
 }
 
@@ -302,7 +399,14 @@ async fn handle(
             let mut events = session.subscribe();
             let out = out.clone();
             tokio::spawn(async move {
-                while let Ok(event) = events.recv().await {
+                loop {
+                    let event = tokio::select! {
+                        e = events.recv() => match e {
+                            Ok(e) => e,
+                            Err(_) => break,
+                        },
+                        _ = out.ended.cancelled() => break,
+                    };
                     let last = matches!(event, SessionEvent::SessionEnded { .. });
                     if out.send(event_frame(&event)).await.is_err() || last {
                         break;

@@ -62,6 +62,12 @@ impl FromRequestParts<AppState> for Principal {
             return Err(ApiError::unauthorized());
         }
         let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
+        if role == Role::Agent
+            && let Err(limited) = state.agent_limiter.check(&token.tenant_id, &token.id)
+        {
+            crate::telemetry::metrics::refused("rate_limited");
+            return Err(limited.api_error());
+        }
         // Recorded at most once a minute per token, so reads do not become writes.
         if token.last_used_at.is_none_or(|t| now - t > 60_000)
             && let Err(e) = state

@@ -42,6 +42,12 @@ impl Refusal {
         tag: AuthorizeErrorTag::RateLimited,
         retry_after_secs: Some(60),
     };
+    /// 503: a new device while the node is at its online capacity (contract §2.4).
+    pub const AT_CAPACITY: Refusal = Refusal {
+        status: StatusCode::SERVICE_UNAVAILABLE,
+        tag: AuthorizeErrorTag::ConnectionCapacityReached,
+        retry_after_secs: Some(5),
+    };
     pub const STORE_BUSY: Refusal = Refusal {
         status: StatusCode::SERVICE_UNAVAILABLE,
         tag: AuthorizeErrorTag::AuthorizationStoreBusy,

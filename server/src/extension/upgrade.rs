@@ -16,6 +16,7 @@ use crate::app::AppState;
 use crate::auth::secret;
 use crate::config::is_extension_id;
 use crate::limits::client_ip::client_ip;
+use crate::limits::rate::RetryAfter;
 use crate::store::DeviceRecord;
 
 /// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
@@ -81,6 +82,15 @@ pub async fn extension_socket(
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let client = client_ip(peer, &headers, &state.config.trusted_proxies);
+    if let Err(RetryAfter(wait)) = state.upgrade_limiter.check(client) {
+        crate::telemetry::metrics::refused("rate_limited");
+        return Refusal {
+            retry_after_secs: Some(wait.as_secs().max(1)),
+            ..Refusal::RATE_LIMITED
+        }
+        .into_response();
+    }
     if uri.query().is_some() {
         return Refusal::UNAUTHORIZED.into_response();
     }
@@ -102,7 +112,13 @@ pub async fn extension_socket(
             Err(r) => return r.into_response(),
         }
     };
-    let client = client_ip(peer, &headers, &state.config.trusted_proxies);
+    if !state
+        .registry
+        .admits(&device.id, state.config.limits.max_online_devices)
+    {
+        crate::telemetry::metrics::refused("connection_capacity_reached");
+        return Refusal::AT_CAPACITY.into_response();
+    }
     let mut ws = crate::transport::websocket_settings(ws, &state.config.limits);
     if let Some(echo) = echo {
         ws.set_selected_protocol(echo);

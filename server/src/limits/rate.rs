@@ -2,8 +2,9 @@
 //!
 //! Keys are client addresses (IPv6 folded to its /64, so one host cannot rotate
 //! through its prefix). At most `max_keys` peers are tracked; while the table is full
-//! (after sweeping idle keys), requests share one overflow bucket, and a global limiter caps the total at 16× the per-peer
-//! rate. Idle keys are swept so a stream of fresh addresses cannot grow memory.
+//! (after sweeping idle keys), requests share one overflow bucket, and an optional
+//! global limiter caps the total. Idle keys are swept so a stream of fresh addresses
+//! cannot grow memory.
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -23,7 +24,7 @@ pub struct RetryAfter(pub Duration);
 pub struct PeerRateLimiter {
     keyed: KeyedLimiter,
     overflow: DefaultDirectRateLimiter,
-    global: DefaultDirectRateLimiter,
+    global: Option<DefaultDirectRateLimiter>,
     max_keys: usize,
     /// Serialises the sweep-and-insert decision; the limiters themselves are lock-free.
     admission: Mutex<()>,
@@ -50,17 +51,46 @@ fn rate_key(ip: IpAddr) -> IpAddr {
 }
 
 impl PeerRateLimiter {
-    /// `per_minute` requests per peer per minute, bursting to the same number.
+    /// `/extension/authorize` (contract §2.5): `per_minute` per peer, bursting to the
+    /// same number; one overflow bucket of the same size; a global cap of 16×; and
+    /// the contract's `Retry-After: 60`.
     pub fn per_minute(per_minute: u32, max_keys: usize) -> Self {
         let per_peer = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
         let global = per_peer.saturating_mul(NonZeroU32::new(16).unwrap_or(NonZeroU32::MIN));
+        Self::new(
+            per_peer,
+            per_peer,
+            Some(global),
+            max_keys,
+            Duration::from_secs(60),
+        )
+    }
+
+    /// WebSocket upgrades: `per_minute` per peer, and no global cap (every home has
+    /// its own address; after a restart they all come back at once). Peers beyond
+    /// the tracked ones share an overflow bucket of 16× the per-peer rate. Refusals
+    /// say when the next token is due.
+    pub fn per_peer_only(per_minute: u32, max_keys: usize) -> Self {
+        let per_peer = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+        let overflow = per_peer.saturating_mul(NonZeroU32::new(16).unwrap_or(NonZeroU32::MIN));
+        let retry = Duration::from_secs(60_u64.div_ceil(u64::from(per_peer.get())).max(1));
+        Self::new(per_peer, overflow, None, max_keys, retry)
+    }
+
+    fn new(
+        per_peer: NonZeroU32,
+        overflow: NonZeroU32,
+        global: Option<NonZeroU32>,
+        max_keys: usize,
+        retry_after: Duration,
+    ) -> Self {
         Self {
             keyed: RateLimiter::keyed(Quota::per_minute(per_peer)),
-            overflow: RateLimiter::direct(Quota::per_minute(per_peer)),
-            global: RateLimiter::direct(Quota::per_minute(global)),
+            overflow: RateLimiter::direct(Quota::per_minute(overflow)),
+            global: global.map(|g| RateLimiter::direct(Quota::per_minute(g))),
             max_keys,
             admission: Mutex::new(()),
-            retry_after: Duration::from_secs(60),
+            retry_after,
         }
     }
 
@@ -68,7 +98,7 @@ impl PeerRateLimiter {
     pub fn check(&self, ip: IpAddr) -> Result<(), RetryAfter> {
         let key = rate_key(ip);
         let refused = RetryAfter(self.retry_after);
-        if self.global.check().is_err() {
+        if self.global.as_ref().is_some_and(|g| g.check().is_err()) {
             return Err(refused);
         }
         let tracked = {

@@ -263,8 +263,13 @@ pub async fn call(
         tenant = %session.tenant_id,
         outcome = tracing::field::Empty,
     );
-    let result =
-        tracing::Instrument::instrument(run_call(state, session, call), span.clone()).await;
+    let result = if state.shutdown.is_cancelled() {
+        Err(shutting_down())
+    } else {
+        // Counted until answered, so a drain can wait for it.
+        let _in_flight = state.calls.token();
+        tracing::Instrument::instrument(run_call(state, session, call), span.clone()).await
+    };
     let outcome = match &result {
         Ok(_) => "ok",
         Err(e) => {
@@ -325,6 +330,14 @@ async fn run_call(
         Some(abort),
     )
     .await
+}
+
+/// The answer to anything new while the server drains.
+pub fn shutting_down() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::ServerShuttingDown,
+        "the gateway is shutting down; retry on another node",
+    )
 }
 
 /// The session id must still be known, or the caller gets the contract's `not_found`.

@@ -21,7 +21,7 @@ use crate::app::AppState;
 use crate::audit::{self, Event, Priority, action};
 use crate::router::handshake;
 use crate::router::link::{DeviceLink, reason_for_close};
-use crate::router::registry::Registration;
+use crate::router::registry::{AttachError, Registration};
 use crate::router::sessions::{Abort, end_session};
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
@@ -141,10 +141,22 @@ impl Connection {
     }
 
     async fn send_frame(&mut self, frame: Frame) -> Result<(), End> {
-        self.socket
-            .send(Message::Text(frame.to_text().into()))
-            .await
-            .map_err(|_| End::gone("send failed"))
+        self.send_text(frame.to_text()).await
+    }
+
+    /// Write one message. A device that stops reading cannot hold the task: a write
+    /// that cannot complete within the stall timeout ends the connection (the Close
+    /// frame could not be written either, so the socket is just dropped).
+    async fn send_text(&mut self, text: String) -> Result<(), End> {
+        let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
+        match timeout(stall, self.socket.send(Message::Text(text.into()))).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(End::gone("send failed")),
+            Err(_) => {
+                telemetry::refused("write_stalled");
+                Err(End::gone("write stalled: peer not reading"))
+            }
+        }
     }
 
     /// Send a Close and give the peer a moment to answer it (contract §2.5: 1 s bound).
@@ -197,7 +209,7 @@ impl Connection {
         }
         let handshake_timeout = Duration::from_millis(self.limits().handshake_timeout_ms);
         let mut close_rx = self.registration.close.clone();
-        let shutdown = self.state.shutdown.clone();
+        let shutdown = self.state.closing.clone();
         let handshake = tokio::select! {
             r = tracing::Instrument::instrument(timeout(handshake_timeout, self.read_handshake()), info_span!("handshake")) => match r {
                 Err(_) => return End::close(CloseCode::PolicyViolation, "handshake timeout"),
@@ -243,12 +255,20 @@ impl Connection {
             &self.device.tenant_id,
             self.limits().max_calls_in_flight_per_device,
         );
-        if !self.state.registry.attach_link(
+        match self.state.registry.attach_link(
             &self.device.id,
             self.registration.generation,
             link.clone(),
+            self.limits().max_online_devices,
         ) {
-            return End::close(CloseCode::Replaced, "replaced during handshake");
+            Ok(()) => {}
+            Err(AttachError::Replaced) => {
+                return End::close(CloseCode::Replaced, "replaced during handshake");
+            }
+            Err(AttachError::AtCapacity) => {
+                telemetry::refused("connection_capacity_reached");
+                return End::close(CloseCode::TryAgainLater, "node at device capacity");
+            }
         }
         self.link = Some((link, outbox));
         self.registration
@@ -324,7 +344,7 @@ impl Connection {
         recheck.reset();
         let mut heartbeat_seen = false;
         let mut store_failing_since: Option<Instant> = None;
-        let shutdown = self.state.shutdown.clone();
+        let shutdown = self.state.closing.clone();
         let Some((link, mut outbox)) = self.link.take() else {
             return End::close(CloseCode::InternalError, "no link after handshake");
         };
@@ -342,8 +362,8 @@ impl Connection {
                         continue;
                     }
                     telemetry::frame("out", "device", text.len());
-                    if self.socket.send(Message::Text(text.into())).await.is_err() {
-                        break End::gone("send failed");
+                    if let Err(end) = self.send_text(text).await {
+                        break end;
                     }
                 }
                 code = close_signal(&mut close_rx) => break End::close(code, "closed by server"),
@@ -357,8 +377,8 @@ impl Connection {
                     match msg {
                         Message::Text(text) => {
                             telemetry::frame("in", "device", text.len());
-                            if self.on_text(text.as_str(), &link, &mut heartbeat_seen).await.is_err() {
-                                break End::gone("send failed");
+                            if let Err(end) = self.on_text(text.as_str(), &link, &mut heartbeat_seen).await {
+                                break end;
                             }
                         }
                         Message::Close(_) => break End::gone("peer closed"),

@@ -71,6 +71,11 @@ async fn start_session(
     principal: &Principal,
     req: StartSessionRequest,
 ) -> Result<Arc<Session>, ErrorBody> {
+    if state.shutdown.is_cancelled() {
+        return Err(super::calls::shutting_down());
+    }
+    // A start is in flight on the device like a call: a drain waits for it.
+    let _in_flight = state.calls.token();
     let size_ok = |v: u32| (100..=7680).contains(&v);
     match (req.width, req.height) {
         (None, None) => {}

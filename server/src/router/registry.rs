@@ -7,7 +7,7 @@
 //! so an old socket's cleanup cannot evict its replacement (contract §3.3).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use latchkey_protocol::CloseCode;
@@ -41,6 +41,18 @@ struct Entry {
     state: Arc<ConnectionState>,
     /// Set once the handshake succeeded: how calls reach the socket.
     link: Option<Arc<DeviceLink>>,
+    /// Counts against the node's online capacity. Taken at the handshake, and
+    /// handed on to a replacing socket, so a device at capacity can reconnect.
+    holds_slot: bool,
+}
+
+/// Why a handshaken socket could not be made routable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachError {
+    /// A newer socket of the same device took over meanwhile.
+    Replaced,
+    /// The node is at its online-device capacity.
+    AtCapacity,
 }
 
 /// What a connection task holds after registering.
@@ -60,6 +72,8 @@ pub struct DeviceRegistry {
 #[derive(Debug, Default)]
 struct RegistryInner {
     entries: Mutex<HashMap<String, Entry>>,
+    /// Entries holding a capacity slot; changed only under the `entries` lock.
+    slots: AtomicUsize,
     next_generation: AtomicU64,
     /// Woken whenever a device comes online (session starts may wait for one).
     online: tokio::sync::Notify,
@@ -81,7 +95,9 @@ impl DeviceRegistry {
         let (close, close_rx) = watch::channel(None);
         let state = Arc::new(ConnectionState::default());
         state.last_seen_ms.store(now_ms, Ordering::Relaxed);
-        let old = self.entries().insert(
+        let mut entries = self.entries();
+        let inherits_slot = entries.get(device_id).is_some_and(|e| e.holds_slot);
+        let old = entries.insert(
             device_id.to_string(),
             Entry {
                 tenant_id: tenant_id.to_string(),
@@ -89,8 +105,10 @@ impl DeviceRegistry {
                 close,
                 state: state.clone(),
                 link: None,
+                holds_slot: inherits_slot,
             },
         );
+        drop(entries);
         if let Some(old) = old {
             old.close.send_replace(Some(CloseCode::Replaced));
             if let Some(link) = old.link {
@@ -110,21 +128,52 @@ impl DeviceRegistry {
         if entries
             .get(device_id)
             .is_some_and(|e| e.generation == generation)
+            && entries.remove(device_id).is_some_and(|e| e.holds_slot)
         {
-            entries.remove(device_id);
+            self.inner.slots.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
-    /// Make a handshaken connection reachable for calls (if it is still the current one).
-    pub fn attach_link(&self, device_id: &str, generation: u64, link: Arc<DeviceLink>) -> bool {
-        match self.entries().get_mut(device_id) {
-            Some(e) if e.generation == generation => {
-                e.link = Some(link);
-                self.inner.online.notify_waiters();
-                true
+    /// Whether a socket for `device_id` may be upgraded: the node has a free slot,
+    /// or the device already holds one (it may replace its own connection).
+    pub fn admits(&self, device_id: &str, max_online: usize) -> bool {
+        let entries = self.entries();
+        entries.get(device_id).is_some_and(|e| e.holds_slot)
+            || self.inner.slots.load(Ordering::Relaxed) < max_online
+    }
+
+    /// Make a handshaken connection reachable for calls (if it is still the current
+    /// one), taking a capacity slot unless it already holds one.
+    pub fn attach_link(
+        &self,
+        device_id: &str,
+        generation: u64,
+        link: Arc<DeviceLink>,
+        max_online: usize,
+    ) -> Result<(), AttachError> {
+        let mut entries = self.entries();
+        let Some(e) = entries
+            .get_mut(device_id)
+            .filter(|e| e.generation == generation)
+        else {
+            return Err(AttachError::Replaced);
+        };
+        if !e.holds_slot {
+            if self.inner.slots.load(Ordering::Relaxed) >= max_online {
+                return Err(AttachError::AtCapacity);
             }
-            _ => false,
+            self.inner.slots.fetch_add(1, Ordering::Relaxed);
+            e.holds_slot = true;
         }
+        e.link = Some(link);
+        drop(entries);
+        self.inner.online.notify_waiters();
+        Ok(())
+    }
+
+    /// Capacity slots taken (devices online, or reconnecting into their own slot).
+    pub fn slots_taken(&self) -> usize {
+        self.inner.slots.load(Ordering::Relaxed)
     }
 
     /// How calls reach the device's socket, if it is online.
@@ -230,5 +279,35 @@ mod tests {
         r.unregister("d", second.generation);
         assert!(r.is_empty());
         assert!(!r.close("d", CloseCode::Revoked));
+    }
+
+    #[test]
+    fn capacity_counts_handshaken_devices_and_a_replacement_keeps_its_slot() {
+        let r = DeviceRegistry::default();
+        let link = |id: &str| DeviceLink::new(id, "t", 1).0;
+        let a = r.register("a", "t", 0);
+        assert!(r.admits("b", 1), "an unhandshaken socket holds no slot");
+        assert_eq!(r.attach_link("a", a.generation, link("a"), 1), Ok(()));
+        assert_eq!(r.slots_taken(), 1);
+        assert!(!r.admits("b", 1));
+        let b = r.register("b", "t", 0);
+        assert_eq!(
+            r.attach_link("b", b.generation, link("b"), 1),
+            Err(AttachError::AtCapacity)
+        );
+        r.unregister("b", b.generation);
+        // The device already online may replace its own connection at capacity.
+        assert!(r.admits("a", 1));
+        let a2 = r.register("a", "t", 0);
+        r.unregister("a", a.generation);
+        assert_eq!(r.attach_link("a", a2.generation, link("a"), 1), Ok(()));
+        assert_eq!(r.slots_taken(), 1);
+        assert_eq!(
+            r.attach_link("a", a.generation, link("a"), 1),
+            Err(AttachError::Replaced)
+        );
+        r.unregister("a", a2.generation);
+        assert_eq!(r.slots_taken(), 0);
+        assert!(r.admits("b", 1));
     }
 }

@@ -35,6 +35,8 @@ pub const FRAMES_DROPPED: &str = "latchkey_frames_dropped_total";
 pub const OUTBOX_FRAMES: &str = "latchkey_outbox_frames";
 pub const REVOKE_CLOSE: &str = "latchkey_revoke_close_seconds";
 pub const STORE_QUERY: &str = "latchkey_store_query_seconds";
+pub const SETUP_EVICTIONS: &str = "latchkey_setup_evictions_total";
+pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
 
 /// Buckets for fast operations (store queries, revoke → close), in seconds.
 const FAST_BUCKETS: &[f64] = &[
@@ -135,6 +137,14 @@ fn describe() {
         "Refused requests by reason (rate_limited, capacity_reached, session_busy, ...)."
     );
     describe_counter!(REVOCATIONS, "Devices revoked.");
+    describe_counter!(
+        SETUP_EVICTIONS,
+        "Connections dropped in TLS/HTTP setup because newer ones arrived at the cap."
+    );
+    describe_counter!(
+        SETUP_TIMEOUTS,
+        "Connections dropped because TLS or the first request's headers took too long."
+    );
     describe_counter!(
         STORE_ERRORS,
         "Store failures by kind (unavailable, internal)."

@@ -11,11 +11,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
+
+use super::setup::{SetupSlot, SetupSlots};
 
 /// Listen backlog for the public listener.
 pub const LISTEN_BACKLOG: u32 = 4096;
@@ -31,16 +34,20 @@ pub fn bind_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// Accept until `shutdown`, serving each connection on `tasks`.
+/// Accept until `shutdown`, serving each connection on `tasks`. At most
+/// `max_in_setup` connections are in TLS/HTTP setup at once (see [`super::setup`]),
+/// and each must finish setup within `setup_timeout`.
 pub async fn accept_loop(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     app: Router,
     setup_timeout: Duration,
+    max_in_setup: usize,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
+    let slots = SetupSlots::new(max_in_setup, evict_after(setup_timeout));
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -56,23 +63,39 @@ pub async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
+        // A place in setup for this connection. At the cap this waits, and the
+        // connections behind it wait in the backlog.
+        let slot = tokio::select! {
+            slot = slots.admit() => slot,
+            _ = shutdown.cancelled() => break,
+        };
+        let setup = Setup {
+            slot: Arc::new(slot),
+            deadline: Instant::now() + setup_timeout,
+            timeout: setup_timeout,
+        };
         let app = app.clone();
         let shutdown = shutdown.clone();
         let acceptor = acceptor.clone();
         tasks.spawn(async move {
             match acceptor {
-                None => serve_connection(stream, peer, app, setup_timeout, shutdown).await,
+                None => serve_connection(stream, peer, app, setup, shutdown).await,
                 Some(acceptor) => {
                     let handshake = tracing::Instrument::instrument(
-                        tokio::time::timeout(setup_timeout, acceptor.accept(stream)),
+                        acceptor.accept(stream),
                         tracing::debug_span!("tls_accept", %peer),
                     );
-                    match handshake.await {
-                        Ok(Ok(tls)) => {
-                            serve_connection(tls, peer, app, setup_timeout, shutdown).await
+                    let tls = tokio::select! {
+                        r = handshake => r,
+                        why = setup.over() => {
+                            debug!(%peer, why, "dropped during TLS handshake");
+                            return;
                         }
-                        Ok(Err(e)) => debug!(%peer, error = %e, "TLS handshake failed"),
-                        Err(_) => debug!(%peer, "TLS handshake timed out"),
+                        _ = shutdown.cancelled() => return,
+                    };
+                    match tls {
+                        Ok(tls) => serve_connection(tls, peer, app, setup, shutdown).await,
+                        Err(e) => debug!(%peer, error = %e, "TLS handshake failed"),
                     }
                 }
             }
@@ -80,16 +103,49 @@ pub async fn accept_loop(
     }
 }
 
+/// How long a connection may be in setup before a newer one may push it out at the
+/// cap: long enough for a real TLS handshake over a slow link.
+fn evict_after(setup_timeout: Duration) -> Duration {
+    (setup_timeout / 5).min(Duration::from_secs(1))
+}
+
+/// A connection's setup phase: its place among connections in setup and the time
+/// by which its first request's headers must have arrived.
+struct Setup {
+    slot: Arc<SetupSlot>,
+    deadline: Instant,
+    /// Also bounds the headers of later requests on a kept-alive connection.
+    timeout: Duration,
+}
+
+impl Setup {
+    /// Resolves when setup must be abandoned: pushed out by newer connections, or
+    /// out of time. Never resolves once setup is done.
+    async fn over(&self) -> &'static str {
+        tokio::select! {
+            _ = self.slot.evicted.cancelled() => "evicted at the setup cap",
+            _ = tokio::time::sleep_until(self.deadline) => {
+                metrics::counter!(crate::telemetry::metrics::SETUP_TIMEOUTS).increment(1);
+                "setup timeout"
+            }
+            _ = self.slot.finished.cancelled() => std::future::pending().await,
+        }
+    }
+}
+
 async fn serve_connection<I>(
     io: I,
     peer: SocketAddr,
     app: Router,
-    setup_timeout: Duration,
+    setup: Setup,
     shutdown: CancellationToken,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let slot = setup.slot.clone();
     let service = app.map_request(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        // The first request's headers are in: setup is over for this connection.
+        slot.done();
         request.extensions_mut().insert(ConnectInfo(peer));
         request
     });
@@ -97,7 +153,7 @@ async fn serve_connection<I>(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(setup_timeout)
+        .header_read_timeout(setup.timeout)
         .max_buf_size(64 * 1024);
     let connection = builder
         .serve_connection(TokioIo::new(io), service)
@@ -109,6 +165,7 @@ async fn serve_connection<I>(
                 debug!(%peer, error = %e, "HTTP connection ended with an error");
             }
         }
+        why = setup.over() => debug!(%peer, why, "dropped before its first request"),
         _ = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();
             let _ = connection.await;

@@ -2,6 +2,7 @@
 //! task on the server's tracker, with the TLS handshake and header read bounded.
 
 pub mod listener;
+pub mod setup;
 pub mod tls;
 
 /// Bytes tungstenite reads from a socket at a time. Its default (128 KiB) is

@@ -1,0 +1,166 @@
+//! Rate limits (issue 6): pairing brute force from one peer and from 1,000
+//! addresses, WebSocket upgrades per peer, and agent requests per token and per
+//! tenant. Each row checks the codes and `Retry-After`, that nothing was granted,
+//! and that the gateway still serves everyone else.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use latchkey_testkit::extension::new_token;
+use latchkey_testkit::reqwest;
+use latchkey_testkit::{Backend, FakeExtension, TestServer};
+use serde_json::json;
+
+fn guess() -> serde_json::Value {
+    json!({ "action": "pair", "next_token": new_token() })
+}
+
+fn client_from(ip: IpAddr) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(ip)
+        .build()
+        .expect("client")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_brute_force_gets_nothing_and_others_are_served() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let target = server.new_extension().await.expect("extension");
+    let (mut unauthorized, mut limited, mut granted) = (0, 0, 0);
+    let mut tally = |status: u16, retry_after: Option<&str>| match status {
+        401 => unauthorized += 1,
+        429 => {
+            assert_eq!(retry_after, Some("60"));
+            limited += 1;
+        }
+        200 => granted += 1,
+        other => panic!("unexpected status {other}"),
+    };
+    // 10,000 wrong secrets from one peer.
+    for _ in 0..10_000 {
+        let secret = new_token();
+        let a = target
+            .authorize_raw(Some(&secret), &guess())
+            .await
+            .expect("answer");
+        tally(
+            a.status,
+            a.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+        );
+    }
+    // Then 10 each from 1,000 other addresses in 127.0.0.0/8.
+    for i in 0..1_000u32 {
+        let ip = IpAddr::V4(Ipv4Addr::new(127, 3, (i / 250) as u8, (i % 250) as u8 + 1));
+        let ext = FakeExtension::from_link(
+            &format!("{}#{}", target.ws_url, new_token()),
+            client_from(ip),
+            None,
+        )
+        .expect("extension");
+        for _ in 0..10 {
+            let a = ext
+                .authorize_raw(Some(&new_token()), &guess())
+                .await
+                .expect("answer");
+            tally(
+                a.status,
+                a.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            );
+        }
+    }
+    assert_eq!(granted, 0, "a guess succeeded");
+    // One peer gets its burst of 60; all peers together at most 16× that a minute.
+    assert!(
+        unauthorized <= 60 * 16,
+        "{unauthorized} guesses were judged"
+    );
+    assert!(limited >= 20_000 - 60 * 16, "{limited} refused");
+    assert!(server.admin().devices().await.expect("devices").is_empty());
+
+    // Still served: a device paired before connects, agents work, health is fine.
+    let mut ext = server.new_extension().await.expect("extension");
+    let answer = ext.pair().await;
+    assert!(
+        answer.is_err(),
+        "pairing is globally capped for the rest of the minute"
+    );
+    let agent = server.new_agent().await.expect("agent");
+    assert!(agent.browsers().await.is_ok());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrades_are_limited_per_peer() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.upgrades_per_minute = 3)
+        .start()
+        .await
+        .expect("server");
+    let mut ext = server.new_extension().await.expect("extension");
+    ext.pair().await.expect("pair");
+    // Upgrades that fail their checks count too: the limit comes first.
+    for _ in 0..3 {
+        let a = ext
+            .connect_with(&[("origin", ext.origin.as_str())], None)
+            .await
+            .expect("answer");
+        assert_eq!(a.expect_err("no credential").status, 401);
+    }
+    let refused = ext
+        .connect()
+        .await
+        .expect("answer")
+        .expect_err("fourth upgrade in a minute");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert_eq!(refused.json(), json!({"error": "rate_limited"}));
+    assert_eq!(
+        refused
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("20")
+    );
+    // The same device from another address is not affected.
+    let mut elsewhere = ext.clone();
+    elsewhere.local_addr = Some("127.0.0.2".parse().expect("ip"));
+    elsewhere.connect_online().await.expect("other peer");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_requests_are_limited_per_token_and_per_tenant() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| {
+            l.agent_calls_per_second_per_token = 5;
+            l.agent_calls_per_second_per_tenant = 8;
+        })
+        .start()
+        .await
+        .expect("server");
+    let a = server.new_agent().await.expect("agent a");
+    let b = server.new_agent().await.expect("agent b");
+    for _ in 0..5 {
+        assert!(a.browsers().await.is_ok());
+    }
+    let refused = a
+        .request(reqwest::Method::GET, "/v1/browsers", None)
+        .await
+        .expect("answer");
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert_eq!(refused.code(), "rate_limited");
+    assert_eq!(refused.body["error"]["data"]["scope"], "token");
+    // Token b has its own budget, until the tenant's runs out (8 a second).
+    for _ in 0..3 {
+        assert!(b.browsers().await.is_ok());
+    }
+    let refused = b
+        .request(reqwest::Method::GET, "/v1/browsers", None)
+        .await
+        .expect("answer");
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body["error"]["data"]["scope"], "tenant");
+    // Admins are not agents: their API is not charged.
+    assert!(server.admin().devices().await.is_ok());
+    server.stop().await;
+}

@@ -1,0 +1,201 @@
+//! Connections in setup (issue 6): 1,000 that never send a ClientHello and 1,000
+//! that dribble their headers are all closed by the setup timeout while a real
+//! client is served; at the cap of connections in setup, a burst of real clients
+//! waits its turn, and connections that stay silent are pushed out by newer ones so a
+//! new client still gets in.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use latchkey_testkit::{Backend, TestServer, wait_until};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const HOLD: usize = 1_000;
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Open `n` connections that send nothing; each task counts itself closed when the
+/// server ends the connection.
+async fn stallers(
+    addr: std::net::SocketAddr,
+    n: usize,
+    closed: Arc<AtomicUsize>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let closed = closed.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            // Whatever arrives (a TLS alert, an HTTP 408), the end is EOF or a reset.
+            while let Ok(Ok(n)) = tokio::time::timeout(DEADLINE, stream.read(&mut buf)).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            closed.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    tasks
+}
+
+async fn healthz(server: &TestServer) -> u16 {
+    server
+        .http
+        .get(format!("{}/healthz", server.http_base()))
+        .send()
+        .await
+        .expect("healthz")
+        .status()
+        .as_u16()
+}
+
+/// A real client is served while the `HOLD` hostile connections are held; all of
+/// them are then closed by the server, and it is healthy after.
+async fn served_while_all_close(
+    server: TestServer,
+    closed: &AtomicUsize,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    what: &str,
+) {
+    assert_eq!(
+        healthz(&server).await,
+        200,
+        "a real client is served meanwhile"
+    );
+    assert!(
+        wait_until(DEADLINE, || async {
+            closed.load(Ordering::Relaxed) == HOLD
+        })
+        .await,
+        "only {} of {HOLD} {what} connections were closed",
+        closed.load(Ordering::Relaxed)
+    );
+    for t in tasks {
+        t.await.expect("hostile connection task");
+    }
+    assert_eq!(healthz(&server).await, 200, "healthy after");
+    server.stop().await;
+}
+
+/// A server whose setup timeout (1 s) is the only thing that closes hostile
+/// connections: the setup cap is far above what the tests hold.
+async fn short_setup_server(tls: bool) -> TestServer {
+    TestServer::builder(Backend::Sqlite)
+        .tls(tls)
+        .limits(|l| {
+            l.setup_timeout_ms = 1_000;
+            l.max_connections_in_setup = 4 * HOLD;
+        })
+        .start()
+        .await
+        .expect("server")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_time_out_while_a_client_is_served() {
+    let server = short_setup_server(true).await;
+    let closed = Arc::new(AtomicUsize::new(0));
+    let tasks = stallers(server.addr(), HOLD, closed.clone()).await;
+    served_while_all_close(server, &closed, tasks, "silent").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dribbled_headers_time_out_while_a_client_is_served() {
+    let server = short_setup_server(false).await;
+    let closed = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::with_capacity(HOLD);
+    for _ in 0..HOLD {
+        let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
+        let closed = closed.clone();
+        tasks.push(tokio::spawn(async move {
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .expect("request line");
+            let mut buf = [0u8; 256];
+            // One header byte every 100 ms, never finishing; bounded by the deadline.
+            let give_up = tokio::time::Instant::now() + DEADLINE;
+            while tokio::time::Instant::now() < give_up {
+                if stream.write_all(b"X").await.is_err() {
+                    break;
+                }
+                let read =
+                    tokio::time::timeout(Duration::from_millis(100), stream.read(&mut buf)).await;
+                if let Ok(Ok(0) | Err(_)) = read {
+                    break;
+                }
+            }
+            closed.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    served_while_all_close(server, &closed, tasks, "dribbling").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_setup_cap_silent_connections_are_pushed_out() {
+    let cap = 64;
+    let hold = 300;
+    let server = TestServer::builder(Backend::Sqlite)
+        .tls(true)
+        .limits(|l| {
+            // Long enough that only eviction can close them during the test.
+            l.setup_timeout_ms = 120_000;
+            l.max_connections_in_setup = cap;
+        })
+        .start()
+        .await
+        .expect("server");
+    let closed = Arc::new(AtomicUsize::new(0));
+    let tasks = stallers(server.addr(), hold, closed.clone()).await;
+    assert!(
+        wait_until(DEADLINE, || async {
+            closed.load(Ordering::Relaxed) == hold - cap
+        })
+        .await,
+        "{} of {hold} silent connections were dropped, expected all but the newest {cap}",
+        closed.load(Ordering::Relaxed)
+    );
+    // A real client still gets in (it pushes out one more staller).
+    assert_eq!(healthz(&server).await, 200);
+    assert!(closed.load(Ordering::Relaxed) > hold - cap);
+    server.stop().await;
+    for t in tasks {
+        t.await.expect("staller task");
+    }
+    assert_eq!(closed.load(Ordering::Relaxed), hold);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_real_clients_waits_its_turn_at_the_cap() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.max_connections_in_setup = 4)
+        .start()
+        .await
+        .expect("server");
+    // Each request on its own connection, all at once: far more than the cap.
+    let requests: Vec<_> = (0..200)
+        .map(|_| {
+            let addr = server.addr();
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(addr).await?;
+                stream
+                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .await?;
+                let mut answer = Vec::new();
+                tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer))
+                    .await
+                    .map_err(std::io::Error::other)??;
+                Ok::<_, std::io::Error>(String::from_utf8_lossy(&answer).into_owned())
+            })
+        })
+        .collect();
+    for r in requests {
+        let answer = r.await.expect("task").expect("served");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    server.stop().await;
+}

@@ -1,0 +1,66 @@
+//! A `latchkeyd` process (the real binary, for tests that signal or kill it): spawn
+//! it with stdout piped and read its bound address and first-start admin token from
+//! what it prints.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long a daemon may take to print that it listens.
+const START_DEADLINE: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub struct Daemon {
+    pub child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Printed on the first start of an empty store only.
+    pub bootstrap_token: Option<String>,
+}
+
+impl Daemon {
+    /// Spawn `command` (a `latchkeyd serve …` the caller built, logs quiet) and wait
+    /// until it listens. The process is killed when the handle is dropped.
+    pub async fn spawn(mut command: Command) -> anyhow::Result<Daemon> {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("spawn latchkeyd")?;
+        let stdout = child.stdout.take().context("stdout not piped")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut bootstrap_token = None;
+        let addr = tokio::time::timeout(START_DEADLINE, async {
+            while let Some(line) = lines.next_line().await? {
+                let line = line.trim();
+                if line.starts_with("lk_") {
+                    bootstrap_token = Some(line.to_string());
+                }
+                if let Some(rest) = line.strip_prefix("latchkeyd listening on ") {
+                    return rest
+                        .split_whitespace()
+                        .next()
+                        .map(str::to_string)
+                        .context("no address after `listening on`");
+                }
+            }
+            bail!("latchkeyd exited before listening")
+        })
+        .await
+        .context("latchkeyd did not start in time")??;
+        Ok(Daemon {
+            child,
+            addr,
+            bootstrap_token,
+        })
+    }
+
+    /// `http://ADDR`.
+    pub fn http_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
