@@ -103,6 +103,7 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
 
     // latchkeyd.
     let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| crate::target::unthrottled(l, 1))
         .without_log_capture()
         .start()
         .await?;

@@ -43,10 +43,7 @@ pub async fn revoke(
     };
     let backend_name = backend.name();
     let server = TestServer::builder(backend)
-        .limits(|l| {
-            l.authorize_per_minute = 60_000;
-            l.max_unused_pairings = u32::try_from(devices).unwrap_or(u32::MAX);
-        })
+        .limits(|l| crate::target::unthrottled(l, devices))
         .without_log_capture()
         .start()
         .await?;

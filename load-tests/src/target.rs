@@ -21,8 +21,19 @@ use crate::procfs::{self, ProcSample};
 /// How long a child has to print its addresses.
 const START_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Limits for latchkeyd under load: the defaults, except those that would refuse the
-/// generator itself (one client pairing thousands of devices).
+/// Lift the limits that would refuse the generator itself: it is one client pairing
+/// and connecting `devices` devices and calling as fast as it can on purpose, so
+/// rate limits would measure themselves, not the gateway. Everything else stays at
+/// its default.
+pub fn unthrottled(limits: &mut latchkey_server::config::Limits, devices: usize) {
+    limits.authorize_per_minute = 60_000;
+    limits.upgrades_per_minute = 1_000_000;
+    limits.agent_calls_per_second_per_token = 100_000_000;
+    limits.agent_calls_per_second_per_tenant = 100_000_000;
+    limits.max_unused_pairings = u32::try_from(devices + 100).unwrap_or(u32::MAX);
+}
+
+/// How latchkeyd is started for a scenario.
 pub struct ServerOptions {
     pub tls: bool,
     pub devices: usize,
@@ -133,19 +144,14 @@ impl Latchkeyd {
     pub async fn start(options: &ServerOptions) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("latchkeyd.toml");
-        std::fs::write(
-            &config,
-            format!(
-                // The generator is one client hammering on purpose: rate limits
-                // would measure themselves, not the gateway.
-                "[limits]\nauthorize_per_minute = 60000\nmax_unused_pairings = {}\n\
-                 max_calls_in_flight_per_device = {}\nupgrades_per_minute = 60000\n\
-                 agent_calls_per_second_per_token = 10000000\n\
-                 agent_calls_per_second_per_tenant = 10000000\n",
-                options.devices + 100,
-                options.calls_in_flight_per_device
-            ),
-        )?;
+        let mut limits = latchkey_server::config::Limits::default();
+        unthrottled(&mut limits, options.devices);
+        limits.max_calls_in_flight_per_device = options.calls_in_flight_per_device;
+        #[derive(serde::Serialize)]
+        struct File {
+            limits: latchkey_server::config::Limits,
+        }
+        std::fs::write(&config, toml::to_string(&File { limits })?)?;
         let mut args: Vec<String> = vec![
             "serve-latchkeyd".into(),
             "--config".into(),

@@ -4,6 +4,8 @@
 export const CloseCodes = {
   Normal: 1000,
   GoingAway: 1001,
+  ProtocolError: 1002,
+  InvalidPayload: 1007,
   PolicyViolation: 1008,
   MessageTooBig: 1009,
   InternalError: 1011,

@@ -16,6 +16,11 @@ pub enum CloseCode {
     Normal,
     /// 1001: the server is shutting down; reconnect with backoff.
     GoingAway,
+    /// 1002: the peer broke the WebSocket protocol (RFC 6455: bad framing, reserved
+    /// bits, unmasked client frames, oversized or fragmented control frames).
+    ProtocolError,
+    /// 1007: a text message that is not UTF-8.
+    InvalidPayload,
     /// 1008: a protocol rule was broken (handshake timeout, bad first frame, incompatible version).
     PolicyViolation,
     /// 1009: a message exceeded the size cap.
@@ -38,9 +43,11 @@ pub enum CloseCode {
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 11] = [
+    pub const ALL: [CloseCode; 13] = [
         CloseCode::Normal,
         CloseCode::GoingAway,
+        CloseCode::ProtocolError,
+        CloseCode::InvalidPayload,
         CloseCode::PolicyViolation,
         CloseCode::MessageTooBig,
         CloseCode::InternalError,
@@ -57,6 +64,8 @@ impl CloseCode {
         match self {
             CloseCode::Normal => 1000,
             CloseCode::GoingAway => 1001,
+            CloseCode::ProtocolError => 1002,
+            CloseCode::InvalidPayload => 1007,
             CloseCode::PolicyViolation => 1008,
             CloseCode::MessageTooBig => 1009,
             CloseCode::InternalError => 1011,
@@ -74,6 +83,8 @@ impl CloseCode {
         match self {
             CloseCode::Normal => "normal closure",
             CloseCode::GoingAway => "server going away",
+            CloseCode::ProtocolError => "websocket protocol error",
+            CloseCode::InvalidPayload => "invalid utf-8 in a text message",
             CloseCode::PolicyViolation => "protocol violation",
             CloseCode::MessageTooBig => "message too big",
             CloseCode::InternalError => "internal error",

@@ -58,8 +58,11 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-pub fn router(state: AppState) -> Router {
+/// The public router; `extra` routes (tests only: the conformance echo) are served
+/// by the same stack, before the fallback.
+pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     Router::new()
+        .merge(extra)
         .merge(crate::extension::routes())
         .merge(crate::admin::routes())
         .merge(crate::agent::routes())

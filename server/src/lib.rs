@@ -178,6 +178,17 @@ pub async fn bind(config: Config) -> Result<ServerHandle, BindError> {
 
 /// Start the server with a given clock (tests move it forward).
 pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandle, BindError> {
+    bind_with_routes(config, clock, axum::Router::new()).await
+}
+
+/// Start the server with extra routes on the public listener. Only tests use it:
+/// the RFC 6455 conformance suite needs an echo endpoint that runs on the same
+/// accept loop, TLS, HTTP and WebSocket settings as the real ones.
+pub async fn bind_with_routes(
+    config: Config,
+    clock: Clock,
+    extra_routes: axum::Router<AppState>,
+) -> Result<ServerHandle, BindError> {
     config.validate()?;
     let tls = config
         .tls
@@ -240,7 +251,7 @@ pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<ServerHandl
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),
     ));
-    let app = app::router(state.clone());
+    let app = app::router(state.clone(), extra_routes);
     let accept = tokio::spawn(transport::listener::accept_loop(
         listener,
         tls,

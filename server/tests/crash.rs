@@ -29,7 +29,9 @@ async fn start(data_dir: &std::path::Path, database_url: Option<&str>, failpoint
     command
         .env("LATCHKEY_FAILPOINTS", failpoints)
         .env("LATCHKEY_LOG", "warn");
-    Daemon::spawn(command).await.expect("latchkeyd")
+    Daemon::spawn(command, std::process::Stdio::null())
+        .await
+        .expect("latchkeyd")
 }
 
 async fn renewal_committed_before_a_crash_survives_it(backend: Backend) {

@@ -5,6 +5,7 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,27 +38,23 @@ fn script() -> latchkey_testkit::Script {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_calls_and_closes_every_socket() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("latchkey.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[limits]\nauthorize_per_minute = 60000\nupgrades_per_minute = 60000\n\
-             drain_timeout_ms = {DRAIN_MS}\n"
+    let mut command = Daemon::serve_command(
+        Path::new(env!("CARGO_BIN_EXE_latchkeyd")),
+        dir.path(),
+        &format!(
+            "authorize_per_minute = 60000\nupgrades_per_minute = 60000\n\
+             drain_timeout_ms = {DRAIN_MS}"
         ),
     )
-    .expect("config");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_latchkeyd"));
-    command
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .env("LATCHKEY_LOG", "warn");
+    .expect("command");
+    command.env("LATCHKEY_LOG", "warn");
     let Daemon {
         mut child,
         addr,
         bootstrap_token,
-    } = Daemon::spawn(command).await.expect("latchkeyd");
+    } = Daemon::spawn(command, std::process::Stdio::null())
+        .await
+        .expect("latchkeyd");
     let base = format!("http://{addr}");
     let http = latchkey_testkit::reqwest::Client::new();
     let admin = AdminClient::new(

@@ -22,12 +22,32 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Spawn `command` (a `latchkeyd serve …` the caller built, logs quiet) and wait
-    /// until it listens. The process is killed when the handle is dropped.
-    pub async fn spawn(mut command: Command) -> anyhow::Result<Daemon> {
+    /// `EXE --config DIR/latchkey.toml serve --listen 127.0.0.1:0 --data-dir DIR/data`,
+    /// the config file holding `[limits]` with the given lines; the caller may add
+    /// environment variables before [`Daemon::spawn`].
+    pub fn serve_command(
+        exe: &std::path::Path,
+        dir: &std::path::Path,
+        limits: &str,
+    ) -> anyhow::Result<Command> {
+        let config = dir.join("latchkey.toml");
+        std::fs::write(&config, format!("[limits]\n{limits}\n"))?;
+        let mut command = Command::new(exe);
+        command
+            .arg("--config")
+            .arg(&config)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.join("data"));
+        Ok(command)
+    }
+
+    /// Spawn `command` (a `latchkeyd serve …` the caller built) with its logs going
+    /// to `stderr`, and wait until it listens. The process is killed when the handle
+    /// is dropped.
+    pub async fn spawn(mut command: Command, stderr: Stdio) -> anyhow::Result<Daemon> {
         let mut child = command
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .context("spawn latchkeyd")?;
@@ -62,5 +82,19 @@ impl Daemon {
     /// `http://ADDR`.
     pub fn http_base(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The process's resident memory in KiB and its open file descriptors, from /proc.
+    pub fn rss_kib_and_fds(&self) -> anyhow::Result<(u64, usize)> {
+        let pid = self.child.id().context("process has exited")?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .context("no VmRSS")?;
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count();
+        Ok((rss, fds))
     }
 }

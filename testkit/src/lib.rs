@@ -8,6 +8,7 @@ pub mod admin;
 pub mod agent;
 pub mod browser;
 pub mod daemon;
+pub mod echo;
 pub mod extension;
 pub mod logs;
 pub mod server;

@@ -153,6 +153,7 @@ pub struct TestServerBuilder {
     limits: Limits,
     config_edit: Option<ConfigEdit>,
     capture_logs: bool,
+    routes: axum::Router<latchkey_server::app::AppState>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -178,6 +179,12 @@ impl TestServerBuilder {
 
     pub fn limits(mut self, edit: impl FnOnce(&mut Limits)) -> Self {
         edit(&mut self.limits);
+        self
+    }
+
+    /// Serve these extra routes on the public listener (see [`crate::echo`]).
+    pub fn routes(mut self, routes: axum::Router<latchkey_server::app::AppState>) -> Self {
+        self.routes = routes;
         self
     }
 
@@ -217,7 +224,8 @@ impl TestServerBuilder {
             edit(&mut config);
         }
         let clock = Clock::system();
-        let handle = bind_with_clock(config.clone(), clock.clone()).await?;
+        let handle =
+            latchkey_server::bind_with_routes(config.clone(), clock.clone(), self.routes).await?;
         let admin_token = handle
             .bootstrap
             .as_ref()
@@ -276,6 +284,7 @@ impl TestServer {
             limits: Limits::default(),
             config_edit: None,
             capture_logs: true,
+            routes: axum::Router::new(),
         }
     }
 
@@ -393,18 +402,46 @@ impl TestServer {
     /// PostgreSQL only: refuse (or allow again) every connection to this test's
     /// database and terminate the open ones, as if the database went away.
     pub async fn set_database_reachable(&self, reachable: bool) -> anyhow::Result<()> {
+        self.alter_database(
+            |name| format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS {reachable}"),
+            !reachable,
+        )
+        .await
+    }
+
+    /// PostgreSQL only: make this test's database read-only for new sessions and
+    /// end the open ones (a primary demoted to a replica), or writable again for new
+    /// sessions only (the open, read-only ones stay as they are, as after a failover).
+    pub async fn set_database_read_only(&self, read_only: bool) -> anyhow::Result<()> {
+        self.alter_database(
+            |name| {
+                if read_only {
+                    format!("ALTER DATABASE \"{name}\" SET default_transaction_read_only = on")
+                } else {
+                    format!("ALTER DATABASE \"{name}\" RESET default_transaction_read_only")
+                }
+            },
+            read_only,
+        )
+        .await
+    }
+
+    /// Run one `ALTER DATABASE` on this test's database as the admin, then
+    /// optionally terminate every session open on it.
+    async fn alter_database(
+        &self,
+        statement: impl FnOnce(&str) -> String,
+        terminate_sessions: bool,
+    ) -> anyhow::Result<()> {
         let pg = self
             .pg
             .as_ref()
-            .context("only a PostgreSQL test server has a database to cut off")?;
+            .context("only a PostgreSQL test server has a database to alter")?;
         let mut conn = sqlx::PgConnection::connect(&pg.admin_url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "ALTER DATABASE \"{}\" ALLOW_CONNECTIONS {reachable}",
-            pg.name
-        )))
-        .execute(&mut conn)
-        .await?;
-        if !reachable {
+        sqlx::query(sqlx::AssertSqlSafe(statement(&pg.name)))
+            .execute(&mut conn)
+            .await?;
+        if terminate_sessions {
             sqlx::query(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
             )

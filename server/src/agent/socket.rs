@@ -216,6 +216,8 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     };
     let running: Arc<Mutex<Running>> = Arc::default();
     let closing = state.closing.clone();
+    // Set when the agent broke the WebSocket protocol: the code to close with.
+    let mut violation = None;
     loop {
         let msg = tokio::select! {
             m = stream.next() => m,
@@ -227,7 +229,15 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
                 telemetry::frame("in", "agent", t.len());
                 t
             }
-            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+            Some(Err(e)) => {
+                violation = crate::transport::close_for_read_error(&e);
+                break;
+            }
+            Some(Ok(Message::Close(_))) => {
+                crate::transport::finish_peer_close(&mut stream).await;
+                break;
+            }
+            None => break,
             Some(Ok(_)) => continue,
         };
         let request = match Frame::parse(text.as_str()) {
@@ -349,10 +359,15 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             let _ = out_tx.send(reply(&id, Err(calls::shutting_down()))).await;
         }
     }
-    if shutting_down {
+    let close_with = if shutting_down {
+        Some(latchkey_protocol::CloseCode::GoingAway)
+    } else {
+        violation
+    };
+    if let Some(code) = close_with {
         let close = Message::Close(Some(axum::extract::ws::CloseFrame {
-            code: latchkey_protocol::CloseCode::GoingAway.code(),
-            reason: latchkey_protocol::CloseCode::GoingAway.reason().into(),
+            code: code.code(),
+            reason: code.reason().into(),
         }));
         let _ = tokio::time::timeout(out_tx.stall, async {
             out_tx.sink.lock().await.send(close).await

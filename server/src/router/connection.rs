@@ -31,6 +31,9 @@ use crate::telemetry::metrics as telemetry;
 struct End {
     close: Option<CloseCode>,
     why: &'static str,
+    /// The device sent Close: our reply (queued by the WebSocket layer) still has
+    /// to be written for a clean closing handshake.
+    peer_closed: bool,
 }
 
 impl End {
@@ -38,11 +41,36 @@ impl End {
         Self {
             close: Some(code),
             why,
+            peer_closed: false,
         }
     }
 
     fn gone(why: &'static str) -> Self {
-        Self { close: None, why }
+        Self {
+            close: None,
+            why,
+            peer_closed: false,
+        }
+    }
+
+    fn peer_closed(why: &'static str) -> Self {
+        Self {
+            close: None,
+            why,
+            peer_closed: true,
+        }
+    }
+}
+
+/// How a failed read ends the connection: with the RFC 6455 close code when the
+/// device broke the WebSocket protocol, else it just went away.
+fn read_failed(error: &axum::Error) -> End {
+    match crate::transport::close_for_read_error(error) {
+        Some(code) => {
+            telemetry::frame_dropped("websocket_protocol_error");
+            End::close(code, "websocket protocol error")
+        }
+        None => End::gone("peer went away"),
     }
 }
 
@@ -80,6 +108,8 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
         }
         if let Some(code) = end.close {
             conn.close(code).await;
+        } else if end.peer_closed {
+            crate::transport::finish_peer_close(&mut conn.socket).await;
         }
         let Connection {
             device,
@@ -308,13 +338,14 @@ impl Connection {
     async fn read_handshake(&mut self) -> Result<(String, HandshakeParams), End> {
         loop {
             let msg = match self.socket.recv().await {
-                None | Some(Err(_)) => return Err(End::gone("closed before handshake")),
+                None => return Err(End::gone("closed before handshake")),
+                Some(Err(e)) => return Err(read_failed(&e)),
                 Some(Ok(m)) => m,
             };
             let text = match msg {
                 Message::Text(t) => t,
                 Message::Ping(_) | Message::Pong(_) => continue,
-                Message::Close(_) => return Err(End::gone("closed before handshake")),
+                Message::Close(_) => return Err(End::peer_closed("closed before handshake")),
                 Message::Binary(_) => {
                     return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));
                 }
@@ -370,7 +401,8 @@ impl Connection {
                 _ = shutdown.cancelled() => break End::close(CloseCode::GoingAway, "shutdown"),
                 msg = self.socket.recv() => {
                     let msg = match msg {
-                        None | Some(Err(_)) => break End::gone("peer went away"),
+                        None => break End::gone("peer went away"),
+                        Some(Err(e)) => break read_failed(&e),
                         Some(Ok(m)) => m,
                     };
                     self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
@@ -381,7 +413,7 @@ impl Connection {
                                 break end;
                             }
                         }
-                        Message::Close(_) => break End::gone("peer closed"),
+                        Message::Close(_) => break End::peer_closed("peer closed"),
                         // Binary is ignored (§1.1); Ping is answered by the WebSocket layer.
                         Message::Binary(_) => telemetry::frame_dropped("binary"),
                         Message::Ping(_) | Message::Pong(_) => {}

@@ -1,5 +1,9 @@
 //! Store failures, classified so callers can answer 503 (retry) versus 500 (bug).
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use latchkey_protocol::ErrorCode;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -23,6 +27,36 @@ impl StoreError {
             StoreError::Internal(_) => ErrorCode::Internal,
         }
     }
+}
+
+/// PostgreSQL `read_only_sql_transaction`: the server we write to is no longer
+/// the primary.
+const PG_READ_ONLY_TRANSACTION: &str = "25006";
+
+/// How long after a read-only error every pooled PostgreSQL connection is checked
+/// before use (and closed if it still cannot write).
+const READ_ONLY_WATCH: Duration = Duration::from_secs(60);
+
+/// When a read-only error was last seen (ms since the process's first look).
+static READ_ONLY_SEEN_MS: AtomicU64 = AtomicU64::new(0);
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+fn since_epoch_ms() -> u64 {
+    let epoch = EPOCH.get_or_init(Instant::now);
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn note_read_only() {
+    // Never 0, which means "never seen".
+    READ_ONLY_SEEN_MS.store(since_epoch_ms().max(1), Ordering::Relaxed);
+}
+
+/// Whether a write failed on a read-only PostgreSQL connection in the last minute.
+pub fn read_only_recently() -> bool {
+    let seen = READ_ONLY_SEEN_MS.load(Ordering::Relaxed);
+    seen != 0
+        && since_epoch_ms().saturating_sub(seen)
+            < u64::try_from(READ_ONLY_WATCH.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// SQLite primary result codes that mean "try again later".
@@ -51,11 +85,16 @@ impl From<sqlx::Error> for StoreError {
                 let sqlite_retry = [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR]
                     .contains(&primary.as_str());
                 // PostgreSQL: class 08 connection, 53 resources, 57P admin shutdown,
-                // 25006 read-only transaction (a demoted primary).
+                // 55000 the database refuses connections (ALLOW_CONNECTIONS false,
+                // during maintenance), 25006 read-only transaction (a demoted primary).
                 let pg_retry = code.starts_with("08")
                     || code.starts_with("53")
                     || code.starts_with("57P")
-                    || code == "25006";
+                    || code == "55000"
+                    || code == PG_READ_ONLY_TRANSACTION;
+                if code == PG_READ_ONLY_TRANSACTION {
+                    note_read_only();
+                }
                 if sqlite_retry || pg_retry {
                     StoreError::Unavailable(db.message().to_string())
                 } else {

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use records::*;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SQLITE_FILE, SqliteStore};
 pub use timed::TimedStore;
 
 /// What `rotate_device_token` found.

@@ -32,6 +32,24 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(acquire_timeout)
+            .before_acquire(|conn, _meta| {
+                Box::pin(async move {
+                    if !super::error::read_only_recently() {
+                        return Ok(true);
+                    }
+                    // A demoted primary: hand out only connections that can write;
+                    // the others are closed, and new ones find the new primary.
+                    let read_only: bool = sqlx::query_scalar(
+                        "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'",
+                    )
+                    .fetch_one(&mut *conn)
+                    .await?;
+                    if read_only {
+                        tracing::warn!("evicting a read-only PostgreSQL connection");
+                    }
+                    Ok(!read_only)
+                })
+            })
             .connect_with(options)
             .await?;
         Ok(Self { pool })

@@ -22,3 +22,34 @@ pub fn websocket_settings<F>(
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
 }
+
+/// The close code RFC 6455 asks for when reading a WebSocket failed because the
+/// peer broke the protocol (1002), sent a text message that is not UTF-8 (1007) or a
+/// message over the size cap (1009). `None` when the peer just went away.
+pub fn close_for_read_error(error: &axum::Error) -> Option<latchkey_protocol::CloseCode> {
+    use latchkey_protocol::CloseCode;
+    use tokio_tungstenite::tungstenite::Error;
+    use tokio_tungstenite::tungstenite::error::ProtocolError;
+    let inner = std::error::Error::source(error)?.downcast_ref::<Error>()?;
+    match inner {
+        Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
+        Error::Protocol(_) => Some(CloseCode::ProtocolError),
+        Error::Utf8(_) => Some(CloseCode::InvalidPayload),
+        Error::Capacity(_) => Some(CloseCode::MessageTooBig),
+        _ => None,
+    }
+}
+
+/// After the peer's Close: read on (for at most a second) so the WebSocket layer
+/// writes the Close reply it queued and sees the peer's TCP close. Dropping the
+/// socket at once would leave the peer with an unclean close (1006 in a browser).
+pub async fn finish_peer_close<S>(socket: &mut S)
+where
+    S: futures_util::Stream + Unpin,
+{
+    use futures_util::StreamExt;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+        while socket.next().await.is_some() {}
+    })
+    .await;
+}
