@@ -165,6 +165,12 @@ impl Frame {
             #[serde(default)]
             event: Present,
         }
+        // A struct also deserialises from a JSON array (fields by position); a frame
+        // is an object, so anything else is left to the full parse (found by fuzzing:
+        // `["",1]` was taken for a result).
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
         match serde_json::from_str::<Probe>(text).ok()? {
             Probe {
                 id: Some(id),
@@ -279,6 +285,9 @@ mod tests {
             r#"{"id":"1","error":{"code":"timeout","message":""}}"#,
             "not json",
             "[]",
+            // Found by fuzzing: a struct also deserialises from an array.
+            r#"["",1]"#,
+            r#"  ["1",{"a":1},false,false,false]"#,
         ];
         for text in cases {
             if let Some((id, raw)) = Frame::parse_success_raw(text) {

@@ -235,6 +235,9 @@ async fn serve(config: Config) -> anyhow::Result<ExitCode> {
             b.admin_token
         );
     }
+    if let Some(metrics) = handle.metrics_addr {
+        println!("metrics on http://{metrics}/metrics");
+    }
     println!(
         "latchkeyd listening on {} (extensions dial {}/extension)",
         handle.public_addr, handle.public_base

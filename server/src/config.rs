@@ -60,6 +60,12 @@ pub struct Limits {
     pub liveness_timeout_ms: u64,
     /// How often silence is checked.
     pub reaper_interval_ms: u64,
+    /// A device quiet this long (no frame at all) is sent a WebSocket Ping, which
+    /// browsers answer on their own, heartbeat or not.
+    pub ping_after_ms: u64,
+    /// Drop any device, heartbeating or not, from which nothing at all (not even a
+    /// Pong) arrived this long: a dead peer behind a half-open TCP connection.
+    pub silent_peer_timeout_ms: u64,
     /// How often a live connection re-reads its grant from the store.
     pub grant_recheck_ms: u64,
     /// Close live sockets after the store has been unreadable this long (fail closed).
@@ -113,6 +119,8 @@ impl Default for Limits {
             handshake_timeout_ms: 5_000,
             liveness_timeout_ms: 60_000,
             reaper_interval_ms: 15_000,
+            ping_after_ms: 30_000,
+            silent_peer_timeout_ms: 120_000,
             grant_recheck_ms: 5_000,
             store_failure_grace_ms: 30_000,
             max_message_bytes: 16 << 20,
@@ -357,6 +365,14 @@ impl Config {
             if value == 0 {
                 problem(format!("limits.{name} must be at least 1"));
             }
+        }
+        if l.silent_peer_timeout_ms < l.liveness_timeout_ms
+            || l.ping_after_ms >= l.silent_peer_timeout_ms
+        {
+            problem(
+                "limits.silent_peer_timeout_ms must be at least liveness_timeout_ms and above ping_after_ms"
+                    .into(),
+            );
         }
         if l.write_stall_timeout_ms == 0 {
             problem("limits.write_stall_timeout_ms must be at least 1".into());

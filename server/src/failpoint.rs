@@ -17,3 +17,21 @@ pub fn hit(name: &str) {
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
 pub fn hit(_name: &str) {}
+
+/// With the `failpoints` feature and `device.event_panic` listed in
+/// `LATCHKEY_FAILPOINTS`, an extension event named `test.panic` panics inside that
+/// device's connection task: proves a panic stays inside one connection.
+#[cfg(feature = "failpoints")]
+#[allow(clippy::panic)] // The panic is the point: test builds only.
+pub fn panic_on_event(event: &str) {
+    let armed = std::env::var("LATCHKEY_FAILPOINTS")
+        .map(|v| v.split(',').any(|p| p.trim() == "device.event_panic"))
+        .unwrap_or(false);
+    if armed && event == "test.panic" {
+        panic!("failpoint device.event_panic");
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn panic_on_event(_event: &str) {}

@@ -128,3 +128,50 @@ fn migrate_and_tenants_on_the_same_store() {
         text(&list.stdout)
     );
 }
+
+/// `serve` on ephemeral ports with this data directory.
+fn serve_args(data_dir: &str) -> [&str; 7] {
+    [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+    ]
+}
+
+#[test]
+fn an_unreadable_store_refuses_to_start_and_names_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let file = data.join("latchkey.sqlite3");
+    // Not a database: a torn copy, a wrong file, bytes from elsewhere.
+    std::fs::write(&file, vec![0x5a; 8192]).expect("garbage");
+    let data_s = data.to_str().expect("path");
+    let out = latchkeyd(&serve_args(data_s), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(file.to_str().expect("path")) && stderr.contains("not a database"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&file).expect("file"),
+        vec![0x5a; 8192],
+        "the file is left as it was"
+    );
+
+    // A data directory that is a file.
+    let not_a_dir = dir.path().join("plain-file");
+    std::fs::write(&not_a_dir, "x").expect("file");
+    let out = latchkeyd(&serve_args(not_a_dir.to_str().expect("path")), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(not_a_dir.to_str().expect("path")),
+        "{}",
+        text(&out.stderr)
+    );
+}

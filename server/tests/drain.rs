@@ -52,6 +52,7 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
         mut child,
         addr,
         bootstrap_token,
+        ..
     } = Daemon::spawn(command, std::process::Stdio::null())
         .await
         .expect("latchkeyd");

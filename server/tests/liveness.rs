@@ -75,3 +75,53 @@ async fn silence_after_a_heartbeat_is_dropped_and_ping_is_answered() {
     );
     server.stop().await;
 }
+
+/// A device that never heartbeats is still pinged: one whose browser answers (the
+/// WebSocket layer does, on its own) stays; one that answers nothing at all, as a
+/// peer behind a dead connection, is dropped after `silent_peer_timeout_ms`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_peers_are_pinged_and_the_dead_ones_dropped() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| {
+            l.liveness_timeout_ms = 600;
+            l.reaper_interval_ms = 100;
+            l.ping_after_ms = 200;
+            l.silent_peer_timeout_ms = 1_000;
+        })
+        .start()
+        .await
+        .expect("server");
+    // Answers pings (its socket is read), never heartbeats.
+    let (alive, _browser) = server
+        .new_browser(std::sync::Arc::new(|_| None))
+        .await
+        .expect("browser");
+    // Never read: no Pong ever goes back.
+    let mut ext = server.new_extension().await.expect("ext");
+    ext.pair().await.expect("pair");
+    let mut dead = ext.connect_online().await.expect("online");
+    let dead_id = ext.device_id.clone().expect("id");
+    assert!(
+        wait_until(Duration::from_secs(10), || async {
+            server.state().registry.status(&dead_id).is_none()
+        })
+        .await,
+        "a peer that answers nothing is dropped"
+    );
+    assert!(
+        server
+            .state()
+            .registry
+            .status(&alive)
+            .is_some_and(|(online, _)| online),
+        "a peer that answers pings stays, heartbeat or not"
+    );
+    // Its Close (4005) may be preceded by pings this client now tries to answer on a
+    // socket the server already shut, so it may also just see the connection drop.
+    let ended = dead.ended(Duration::from_secs(10)).await.expect("end");
+    assert!(
+        matches!(ended, Ended::Dropped) || ended == Ended::Closed(CloseCode::IdleTimeout.code()),
+        "{ended:?}"
+    );
+    server.stop().await;
+}

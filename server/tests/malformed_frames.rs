@@ -14,7 +14,7 @@ use std::time::Duration;
 use latchkey_protocol::CloseCode;
 use latchkey_protocol::methods::AUTH_SUBPROTOCOL_PREFIX;
 use latchkey_testkit::extension::TEST_EXTENSION_ORIGIN;
-use latchkey_testkit::{AdminClient, Daemon, FakeExtension, wait_until};
+use latchkey_testkit::{Daemon, FakeExtension, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -225,11 +225,7 @@ async fn ten_thousand_malformed_frames_get_rfc_close_codes_and_leave_nothing_beh
     .await
     .expect("latchkeyd");
     let http = latchkey_testkit::reqwest::Client::new();
-    let admin = AdminClient::new(
-        http.clone(),
-        daemon.http_base(),
-        daemon.bootstrap_token.clone().expect("admin token"),
-    );
+    let admin = daemon.admin(&http).expect("admin");
     // One device per worker: a device's new socket replaces its old one.
     let mut tokens = Vec::with_capacity(WORKERS);
     for _ in 0..WORKERS {

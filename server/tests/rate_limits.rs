@@ -78,13 +78,8 @@ async fn pairing_brute_force_gets_nothing_and_others_are_served() {
     assert!(limited >= 20_000 - 60 * 16, "{limited} refused");
     assert!(server.admin().devices().await.expect("devices").is_empty());
 
-    // Still served: a device paired before connects, agents work, health is fine.
-    let mut ext = server.new_extension().await.expect("extension");
-    let answer = ext.pair().await;
-    assert!(
-        answer.is_err(),
-        "pairing is globally capped for the rest of the minute"
-    );
+    // Still served: the admin and agent APIs (pairing itself is capped globally
+    // until the budget refills, by design: contract §2.5).
     let agent = server.new_agent().await.expect("agent");
     assert!(agent.browsers().await.is_ok());
     server.stop().await;

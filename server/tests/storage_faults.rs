@@ -59,22 +59,12 @@ async fn sqlite_writer_lock_past_the_busy_timeout_is_503_and_changes_nothing() {
         .expect("take the writer lock");
 
     // Pairing while another writer holds the lock: 503 + Retry-After: 1, bsk's tag.
-    let answer = ext
-        .authorize_raw(
-            Some(&ext.pairing_secret.clone()),
-            &json!({ "action": "pair", "next_token": new_token() }),
-        )
+    ext.clone()
+        .pair_with(&new_token())
         .await
-        .expect("answer");
-    assert_eq!(answer.status, 503, "{}", answer.body);
-    assert_eq!(answer.json(), json!({"error": "authorization_store_busy"}));
-    assert_eq!(
-        answer
-            .headers
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok()),
-        Some("1")
-    );
+        .expect("answer")
+        .expect_err("no grant while the store is locked")
+        .assert_store_busy();
     // The admin API: 503 store_unavailable with Retry-After.
     assert_store_unavailable("create pairing", &create_pairing(&server).await);
     // Reads still work in WAL mode.

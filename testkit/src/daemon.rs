@@ -19,10 +19,13 @@ pub struct Daemon {
     pub addr: String,
     /// Printed on the first start of an empty store only.
     pub bootstrap_token: Option<String>,
+    /// `127.0.0.1:PORT` of `/metrics`, when it serves them.
+    pub metrics_addr: Option<String>,
 }
 
 impl Daemon {
-    /// `EXE --config DIR/latchkey.toml serve --listen 127.0.0.1:0 --data-dir DIR/data`,
+    /// `EXE --config DIR/latchkey.toml serve --listen 127.0.0.1:0 --metrics-listen
+    /// 127.0.0.1:0 --data-dir DIR/data` (no fixed port anywhere),
     /// the config file holding `[limits]` with the given lines; the caller may add
     /// environment variables before [`Daemon::spawn`].
     pub fn serve_command(
@@ -36,7 +39,14 @@ impl Daemon {
         command
             .arg("--config")
             .arg(&config)
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--data-dir",
+            ])
             .arg(dir.join("data"));
         Ok(command)
     }
@@ -54,11 +64,15 @@ impl Daemon {
         let stdout = child.stdout.take().context("stdout not piped")?;
         let mut lines = BufReader::new(stdout).lines();
         let mut bootstrap_token = None;
+        let mut metrics_addr = None;
         let addr = tokio::time::timeout(START_DEADLINE, async {
             while let Some(line) = lines.next_line().await? {
                 let line = line.trim();
                 if line.starts_with("lk_") {
                     bootstrap_token = Some(line.to_string());
+                }
+                if let Some(rest) = line.strip_prefix("metrics on http://") {
+                    metrics_addr = rest.strip_suffix("/metrics").map(str::to_string);
                 }
                 if let Some(rest) = line.strip_prefix("latchkeyd listening on ") {
                     return rest
@@ -76,12 +90,26 @@ impl Daemon {
             child,
             addr,
             bootstrap_token,
+            metrics_addr,
         })
     }
 
     /// `http://ADDR`.
     pub fn http_base(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// An admin client with the token printed on this daemon's first start.
+    pub fn admin(&self, http: &reqwest::Client) -> anyhow::Result<crate::AdminClient> {
+        let token = self
+            .bootstrap_token
+            .clone()
+            .context("no admin token: not the first start of this store")?;
+        Ok(crate::AdminClient::new(
+            http.clone(),
+            self.http_base(),
+            token,
+        ))
     }
 
     /// The process's resident memory in KiB and its open file descriptors, from /proc.

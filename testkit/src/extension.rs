@@ -40,6 +40,24 @@ impl HttpAnswer {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
+
+    /// `Retry-After`, if present.
+    pub fn retry_after(&self) -> Option<&str> {
+        self.headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// bsk's answer while the authorization store cannot take a write: 503
+    /// `authorization_store_busy`, `Retry-After: 1` (contract §2.2).
+    pub fn assert_store_busy(&self) {
+        assert_eq!(self.status, 503, "{}", self.body);
+        assert_eq!(
+            self.json(),
+            serde_json::json!({"error": "authorization_store_busy"})
+        );
+        assert_eq!(self.retry_after(), Some("1"));
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::SplitSink;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
 use latchkey_protocol::{ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame};
 use serde_json::value::RawValue;
@@ -203,7 +203,12 @@ fn event_frame(event: &SessionEvent) -> String {
 
 async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSlot) {
     metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).increment(1.0);
-    serve_socket(socket, state, p).await;
+    if let Err(panic) = std::panic::AssertUnwindSafe(serve_socket(socket, state, p))
+        .catch_unwind()
+        .await
+    {
+        telemetry::task_panicked("agent_socket", panic.as_ref());
+    }
     metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).decrement(1.0);
 }
 

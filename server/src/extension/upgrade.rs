@@ -20,7 +20,7 @@ use crate::limits::rate::RetryAfter;
 use crate::store::DeviceRecord;
 
 /// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
-fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> {
+pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> {
     let mut origins = headers.get_all(header::ORIGIN).iter();
     let (Some(origin), None) = (origins.next(), origins.next()) else {
         return Err(Refusal::UNAUTHORIZED);
@@ -38,7 +38,7 @@ fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> 
 }
 
 /// The one offered subprotocol, `bsk-auth.<token>`: returns the whole value and the token.
-fn auth_subprotocol(headers: &HeaderMap) -> Result<(HeaderValue, &str), Refusal> {
+pub fn auth_subprotocol(headers: &HeaderMap) -> Result<(HeaderValue, &str), Refusal> {
     let mut offered = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
@@ -107,9 +107,13 @@ pub async fn extension_socket(
             Err(r) => return r.into_response(),
         }
     } else {
-        match authenticate(&state, &headers).await {
-            Ok((d, echo)) => (d, Some(echo)),
-            Err(r) => return r.into_response(),
+        // The upgrade is bounded like the rest of setup: a store that cannot answer
+        // in time gets the client a 503 to retry, not a hanging request.
+        let bound = std::time::Duration::from_millis(state.config.limits.setup_timeout_ms);
+        match tokio::time::timeout(bound, authenticate(&state, &headers)).await {
+            Ok(Ok((d, echo))) => (d, Some(echo)),
+            Ok(Err(r)) => return r.into_response(),
+            Err(_) => return Refusal::STORE_BUSY.into_response(),
         }
     };
     if !state

@@ -3,11 +3,13 @@
 //! server shuts down.
 
 use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::FutureExt;
 use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::handshake::HandshakeParams;
 use latchkey_protocol::{
@@ -100,7 +102,15 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             link: None,
             peer,
         };
-        let end = conn.drive().await;
+        // A bug in one connection must not take others with it, nor leave this
+        // device registered: a panic ends this connection like an internal error.
+        let end = match AssertUnwindSafe(conn.drive()).catch_unwind().await {
+            Ok(end) => end,
+            Err(panic) => {
+                telemetry::task_panicked("device_connection", panic.as_ref());
+                End::close(CloseCode::InternalError, "internal error")
+            }
+        };
         info!(why = end.why, close = ?end.close.map(CloseCode::code), "device connection ended");
         // Fail every waiting caller at once, before the close handshake.
         if let Some((link, _)) = &conn.link {
@@ -178,8 +188,12 @@ impl Connection {
     /// that cannot complete within the stall timeout ends the connection (the Close
     /// frame could not be written either, so the socket is just dropped).
     async fn send_text(&mut self, text: String) -> Result<(), End> {
+        self.send_message(Message::Text(text.into())).await
+    }
+
+    async fn send_message(&mut self, message: Message) -> Result<(), End> {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
-        match timeout(stall, self.socket.send(Message::Text(text.into()))).await {
+        match timeout(stall, self.socket.send(message)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(End::gone("send failed")),
             Err(_) => {
@@ -422,9 +436,18 @@ impl Connection {
                 _ = reaper.tick() => {
                     let silent = self.state.clock.now_ms()
                         - self.registration.state.last_seen_ms.load(Ordering::Relaxed);
-                    let limit = i64::try_from(limits.liveness_timeout_ms).unwrap_or(i64::MAX);
-                    if heartbeat_seen && silent >= limit {
+                    let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                    if heartbeat_seen && silent >= ms(limits.liveness_timeout_ms) {
                         break End::close(CloseCode::IdleTimeout, "silent too long");
+                    }
+                    // Not even a Pong: the peer is gone without a FIN.
+                    if silent >= ms(limits.silent_peer_timeout_ms) {
+                        break End::close(CloseCode::IdleTimeout, "no answer to pings");
+                    }
+                    if silent >= ms(limits.ping_after_ms)
+                        && let Err(end) = self.send_message(Message::Ping(Default::default())).await
+                    {
+                        break end;
                     }
                 }
                 _ = recheck.tick() => {
@@ -481,7 +504,10 @@ impl Connection {
                 methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
                     self.on_session_event(&event.event, &event.payload);
                 }
-                other => debug!(event = %other, "unknown event ignored"),
+                other => {
+                    crate::failpoint::panic_on_event(other);
+                    debug!(event = %other, "unknown event ignored");
+                }
             },
             Ok(Frame::Request(request)) => {
                 // Extensions may send newer requests (e.g. `audit.request`): answer, never drop.

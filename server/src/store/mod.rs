@@ -189,3 +189,21 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
     ) -> Result<Vec<AuditRecord>, StoreError>;
 }
+
+/// Whether a connection released to the pool may be reused. A dropped transaction
+/// queues its ROLLBACK; the ping runs it. If the connection still counts as in a
+/// transaction afterwards, the ROLLBACK failed (SQLite rolls back by itself on
+/// SQLITE_FULL, so the explicit one finds no transaction) and every later BEGIN on
+/// it would fail: it is closed instead, and the pool opens a fresh one.
+async fn release_clean<C: sqlx::Connection>(conn: &mut C) -> Result<bool, sqlx::Error> {
+    // The common case costs nothing: no transaction was left behind.
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    conn.ping().await?;
+    if conn.is_in_transaction() {
+        tracing::warn!("closing a store connection left inside a failed transaction");
+        return Ok(false);
+    }
+    Ok(true)
+}

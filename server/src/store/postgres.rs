@@ -32,6 +32,7 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(acquire_timeout)
+            .after_release(|conn, _meta| Box::pin(super::release_clean(conn)))
             .before_acquire(|conn, _meta| {
                 Box::pin(async move {
                     if !super::error::read_only_recently() {

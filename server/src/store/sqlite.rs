@@ -44,11 +44,27 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(busy_timeout);
+        // A store that cannot be read at start is fatal, and the operator needs to
+        // know which file: every failure here names it.
+        let unreadable = |e: sqlx::Error| {
+            StoreError::Internal(format!(
+                "cannot open the SQLite store {}: {e}",
+                path.display()
+            ))
+        };
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(5))
+            .after_release(|conn, _meta| Box::pin(super::release_clean(conn)))
             .connect_with(options)
-            .await?;
+            .await
+            .map_err(unreadable)?;
+        // Connecting reads nothing: make SQLite read the header and the schema now,
+        // so a corrupt or foreign file is refused here rather than on a request.
+        sqlx::query("SELECT count(*) FROM sqlite_master")
+            .execute(&pool)
+            .await
+            .map_err(unreadable)?;
         Ok(Self { pool })
     }
 

@@ -36,6 +36,7 @@ pub const OUTBOX_FRAMES: &str = "latchkey_outbox_frames";
 pub const REVOKE_CLOSE: &str = "latchkey_revoke_close_seconds";
 pub const STORE_QUERY: &str = "latchkey_store_query_seconds";
 pub const SETUP_EVICTIONS: &str = "latchkey_setup_evictions_total";
+pub const TASK_PANICS: &str = "latchkey_task_panics_total";
 pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
 
 /// Buckets for fast operations (store queries, revoke → close), in seconds.
@@ -138,6 +139,10 @@ fn describe() {
     );
     describe_counter!(REVOCATIONS, "Devices revoked.");
     describe_counter!(
+        TASK_PANICS,
+        "Panics caught inside one connection's task (device, agent socket, HTTP), by task. Each is a bug; the other connections carry on."
+    );
+    describe_counter!(
         SETUP_EVICTIONS,
         "Connections dropped in TLS/HTTP setup because newer ones arrived at the cap."
     );
@@ -225,6 +230,17 @@ pub fn frame_dropped(reason: &'static str) {
 }
 
 /// Count one refusal.
+/// Count and log a panic caught in `task`; the payload's message if it has one.
+pub fn task_panicked(task: &'static str, payload: &(dyn std::any::Any + Send)) {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-text panic payload".to_string());
+    metrics::counter!(TASK_PANICS, "task" => task).increment(1);
+    tracing::error!(task, panic = %message, "panic caught; this connection ends, the others carry on");
+}
+
 pub fn refused(reason: &'static str) {
     metrics::counter!(REFUSALS, "reason" => reason).increment(1);
 }

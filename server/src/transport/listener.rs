@@ -2,11 +2,13 @@
 //! serving the axum router with the peer address attached to every request.
 
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use futures_util::FutureExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -77,7 +79,7 @@ pub async fn accept_loop(
         let app = app.clone();
         let shutdown = shutdown.clone();
         let acceptor = acceptor.clone();
-        tasks.spawn(async move {
+        let connection = async move {
             match acceptor {
                 None => serve_connection(stream, peer, app, setup, shutdown).await,
                 Some(acceptor) => {
@@ -98,6 +100,12 @@ pub async fn accept_loop(
                         Err(e) => debug!(%peer, error = %e, "TLS handshake failed"),
                     }
                 }
+            }
+        };
+        // A panic in a handler ends this connection only, and is counted.
+        tasks.spawn(async move {
+            if let Err(panic) = AssertUnwindSafe(connection).catch_unwind().await {
+                crate::telemetry::metrics::task_panicked("http_connection", panic.as_ref());
             }
         });
     }

@@ -1,0 +1,134 @@
+//! A panic inside one connection's task (issue 6) is contained and counted: that
+//! device's socket is closed with 1011 and its registration cleaned up, while the
+//! other devices, and a call in flight on one of them, do not notice. The real
+//! binary with the `device.event_panic` failpoint (test builds only).
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_protocol::CloseCode;
+use latchkey_protocol::api::Role;
+use latchkey_testkit::extension::Ended;
+use latchkey_testkit::{Action, Daemon, FakeAgent, FakeBrowser, FakeExtension, wait_until};
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_one_connection_leaves_the_others_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut command = Daemon::serve_command(
+        Path::new(env!("CARGO_BIN_EXE_latchkeyd")),
+        dir.path(),
+        "authorize_per_minute = 60000",
+    )
+    .expect("command");
+    command
+        .env("LATCHKEY_FAILPOINTS", "device.event_panic")
+        .env("LATCHKEY_LOG", "warn");
+    let daemon = Daemon::spawn(command, Stdio::null())
+        .await
+        .expect("latchkeyd");
+    let http = latchkey_testkit::reqwest::Client::new();
+    let admin = daemon.admin(&http).expect("admin");
+    let script = Arc::new(|r: &latchkey_protocol::RequestFrame| {
+        (r.method == "tool.reload").then(|| {
+            Action::Delay(
+                Duration::from_millis(500),
+                Box::new(Action::Reply(json!({"reloaded": true}))),
+            )
+        })
+    });
+    let mut devices = Vec::new();
+    for _ in 0..3 {
+        let pairing = admin.create_pairing(None, None).await.expect("pairing");
+        let mut ext = FakeExtension::from_link(&pairing.link, http.clone(), None).expect("link");
+        let grant = ext.pair().await.expect("pair");
+        let socket = ext.connect_online().await.expect("online");
+        devices.push((
+            grant.device_id,
+            ext,
+            FakeBrowser::serve(socket, script.clone()),
+        ));
+    }
+    let token = admin
+        .create_token("panic-agent", Role::Agent)
+        .await
+        .expect("agent token");
+    let agent = FakeAgent::new(http.clone(), daemon.http_base(), token.token);
+    let session = agent
+        .start(Some(&devices[1].0))
+        .await
+        .expect("session on B");
+    let call = agent.spawn_call(&session.id, "tool.reload", json!({}));
+    assert!(
+        wait_until(DEADLINE, || async {
+            devices[1].2.first("tool.reload").is_some()
+        })
+        .await
+    );
+
+    // Device A's connection task panics.
+    devices[0].2.event("test.panic", json!({}));
+    let (a_id, a_ext, mut a_browser) = devices.remove(0);
+    assert_eq!(
+        a_browser.ended(DEADLINE).await.expect("A ends"),
+        Ended::Closed(CloseCode::InternalError.code())
+    );
+
+    // B's call finishes as if nothing happened; B and C stay online.
+    let outcome = call.await.expect("call");
+    assert!(outcome.is_ok(), "{:?}", outcome.body);
+    let online: Vec<(String, bool)> = admin
+        .devices()
+        .await
+        .expect("devices")
+        .into_iter()
+        .map(|d| (d.id, d.online))
+        .collect();
+    for (id, _, _) in &devices {
+        assert!(
+            online.contains(&(id.clone(), true)),
+            "{id} still online: {online:?}"
+        );
+    }
+    assert!(
+        online.contains(&(a_id.clone(), false)),
+        "A cleaned up: {online:?}"
+    );
+
+    // Counted.
+    let metrics = http
+        .get(format!(
+            "http://{}/metrics",
+            daemon.metrics_addr.clone().expect("metrics address")
+        ))
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        metrics.contains("latchkey_task_panics_total{task=\"device_connection\"} 1"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("panic"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // A comes back normally.
+    let _again = a_ext.connect_online().await.expect("A reconnects");
+    assert!(
+        wait_until(DEADLINE, || async {
+            admin.device(&a_id).await.is_ok_and(|d| d.online)
+        })
+        .await
+    );
+}
