@@ -159,3 +159,65 @@ async fn agent_requests_are_limited_per_token_and_per_tenant() {
     assert!(server.admin().devices().await.is_ok());
     server.stop().await;
 }
+
+/// Per-peer limits key on the client address: `X-Forwarded-For` is believed only
+/// from a trusted proxy (right-most untrusted hop), ignored from anyone else, and a
+/// malformed header counts as the proxy itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_for_is_believed_only_from_trusted_proxies() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.upgrades_per_minute = 2)
+        .config(|c| c.trusted_proxies = vec!["127.0.0.1/32".parse().expect("cidr")])
+        .start()
+        .await
+        .expect("server");
+    let mut ext = server.new_extension().await.expect("extension");
+    ext.pair().await.expect("pair");
+    let origin = ("origin", latchkey_testkit::extension::TEST_EXTENSION_ORIGIN);
+    // An upgrade with no credential: refused 401 after the limit is charged.
+    let status = |ext: FakeExtension, xff: &'static str| async move {
+        let mut headers = vec![origin];
+        if !xff.is_empty() {
+            headers.push(("x-forwarded-for", xff));
+        }
+        ext.connect_with(&headers, None)
+            .await
+            .expect("answer")
+            .expect_err("no credential")
+            .status
+    };
+    let mut untrusted = ext.clone();
+    untrusted.local_addr = Some("127.0.0.2".parse().expect("ip"));
+
+    // Through the trusted proxy, each forwarded client has its own budget.
+    for xff in ["203.0.113.1", "198.51.100.7, 203.0.113.1"] {
+        assert_eq!(status(ext.clone(), xff).await, 401);
+    }
+    assert_eq!(
+        status(ext.clone(), "203.0.113.1").await,
+        429,
+        "client .1 spent"
+    );
+    assert_eq!(
+        status(ext.clone(), "203.0.113.2").await,
+        401,
+        "client .2 has its own"
+    );
+    // Trusted hops are skipped: the right-most untrusted address is the client.
+    assert_eq!(status(ext.clone(), "203.0.113.1, 127.0.0.1").await, 429);
+    // From an untrusted peer the header is ignored: rotating it does not help.
+    for xff in ["192.0.2.1", "192.0.2.2"] {
+        assert_eq!(status(untrusted.clone(), xff).await, 401);
+    }
+    assert_eq!(
+        status(untrusted.clone(), "192.0.2.3").await,
+        429,
+        "keyed by the peer"
+    );
+    // A malformed header from the proxy counts as the proxy itself.
+    for _ in 0..2 {
+        assert_eq!(status(ext.clone(), "not-an-address").await, 401);
+    }
+    assert_eq!(status(ext.clone(), "").await, 429, "the proxy's own budget");
+    server.stop().await;
+}

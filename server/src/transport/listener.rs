@@ -49,7 +49,11 @@ pub async fn accept_loop(
     tasks: TaskTracker,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
-    let slots = SetupSlots::new(max_in_setup, evict_after(setup_timeout));
+    let slots = SetupSlots::new(
+        max_in_setup,
+        silent_after(setup_timeout),
+        evict_after(setup_timeout),
+    );
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -71,6 +75,7 @@ pub async fn accept_loop(
             slot = slots.admit() => slot,
             _ = shutdown.cancelled() => break,
         };
+        let stream = slot.watch(stream);
         let setup = Setup {
             slot: Arc::new(slot),
             deadline: Instant::now() + setup_timeout,
@@ -111,10 +116,16 @@ pub async fn accept_loop(
     }
 }
 
-/// How long a connection may be in setup before a newer one may push it out at the
-/// cap: long enough for a real TLS handshake over a slow link.
-fn evict_after(setup_timeout: Duration) -> Duration {
+/// How long a connection that has sent nothing may sit in setup before a newer one
+/// may push it out at the cap: a real client speaks within a round trip.
+fn silent_after(setup_timeout: Duration) -> Duration {
     (setup_timeout / 5).min(Duration::from_secs(1))
+}
+
+/// How long a connection that is sending may stay in setup before a newer one may
+/// push it out at the cap: long enough for a real handshake on a loaded node.
+fn evict_after(setup_timeout: Duration) -> Duration {
+    setup_timeout / 2
 }
 
 /// A connection's setup phase: its place among connections in setup and the time

@@ -2,18 +2,26 @@
 //! request's headers not yet complete).
 //!
 //! At the cap, the accept loop stops accepting (new connections wait in the
-//! kernel's backlog) until a connection finishes setup, or until the oldest one has
-//! been in setup for `evict_after`: that one is then dropped to admit the next. So a
-//! burst of real clients is slowed, never refused, while connections that never
-//! speak cannot lock the listener: an attacker would have to replace all of them
-//! every `evict_after`, a flood the network in front sees. Every connection is also
-//! bounded by the setup timeout.
+//! kernel's backlog) until a connection finishes setup, or until one of those in
+//! setup may be pushed out to admit the next:
+//! - one that has sent nothing at all for `silent_after` (a real client sends its
+//!   ClientHello or request line within a round trip), the oldest such first;
+//! - failing that, the oldest once it has been in setup for `evict_after` (a client
+//!   that dribbles bytes).
+//!
+//! So a burst of real clients is slowed, never refused (under a reconnect storm the
+//! handshakes in setup are all progressing and none is pushed out early), while
+//! connections that never speak, or speak too slowly, cannot lock the listener.
+//! Every connection is also bounded by the setup timeout.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -23,12 +31,22 @@ pub const DEFAULT_MAX_IN_SETUP: usize = 64;
 /// How often the "setup cap reached" warning may be logged.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
+/// One connection in setup, as the admission side sees it.
+#[derive(Debug)]
+struct Entry {
+    since: Instant,
+    evict: CancellationToken,
+    /// Set when the connection's first bytes arrived.
+    progressed: Arc<AtomicBool>,
+}
+
 #[derive(Debug)]
 struct Inner {
     cap: usize,
+    silent_after: Duration,
     evict_after: Duration,
     /// Connections in setup by admission order: the first entry is the oldest.
-    live: Mutex<BTreeMap<u64, (Instant, CancellationToken)>>,
+    live: Mutex<BTreeMap<u64, Entry>>,
     /// Woken when a place frees.
     freed: Notify,
     next_id: AtomicU64,
@@ -51,13 +69,15 @@ pub struct SetupSlot {
     pub evicted: CancellationToken,
     /// Fires when setup is over for this connection.
     pub finished: CancellationToken,
+    progressed: Arc<AtomicBool>,
 }
 
 impl SetupSlots {
-    pub fn new(cap: usize, evict_after: Duration) -> Self {
+    pub fn new(cap: usize, silent_after: Duration, evict_after: Duration) -> Self {
         Self {
             inner: Arc::new(Inner {
                 cap: cap.max(1),
+                silent_after,
                 evict_after,
                 live: Mutex::new(BTreeMap::new()),
                 freed: Notify::new(),
@@ -67,8 +87,8 @@ impl SetupSlots {
         }
     }
 
-    /// Wait for a place for the next connection: a free one, or the oldest
-    /// connection's once it has been in setup for `evict_after` (it is dropped).
+    /// Wait for a place for the next connection: a free one, or one taken from a
+    /// connection that may be pushed out (see the module docs; it is dropped).
     pub async fn admit(&self) -> SetupSlot {
         loop {
             let freed = self.inner.freed.notified();
@@ -76,27 +96,38 @@ impl SetupSlots {
             freed.as_mut().enable();
             let wait = {
                 let mut live = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
-                let oldest_age = live
-                    .first_key_value()
-                    .map(|(_, (since, _))| since.elapsed());
-                match oldest_age {
-                    Some(age) if live.len() >= self.inner.cap => {
-                        if age >= self.inner.evict_after {
-                            if let Some((_, (_, oldest))) = live.pop_first() {
-                                oldest.cancel();
-                            }
-                            drop(live);
-                            metrics::counter!(crate::telemetry::metrics::SETUP_EVICTIONS)
-                                .increment(1);
-                            self.warn_rate_limited();
-                            return self.insert();
-                        }
-                        self.inner.evict_after - age
+                if live.len() < self.inner.cap {
+                    drop(live);
+                    return self.insert();
+                }
+                let now = Instant::now();
+                let limit = |e: &Entry| {
+                    if e.progressed.load(Ordering::Relaxed) {
+                        self.inner.evict_after
+                    } else {
+                        self.inner.silent_after
                     }
-                    _ => {
+                };
+                let due = |e: &Entry| now.saturating_duration_since(e.since) >= limit(e);
+                // Silent ones first, the oldest of them; then the oldest of all.
+                let victim = live
+                    .iter()
+                    .find(|(_, e)| !e.progressed.load(Ordering::Relaxed) && due(e))
+                    .or_else(|| live.iter().next().filter(|(_, e)| due(e)))
+                    .map(|(id, _)| *id);
+                match victim.and_then(|id| live.remove(&id)) {
+                    Some(pushed_out) => {
+                        pushed_out.evict.cancel();
                         drop(live);
+                        metrics::counter!(crate::telemetry::metrics::SETUP_EVICTIONS).increment(1);
+                        self.warn_rate_limited();
                         return self.insert();
                     }
+                    None => live
+                        .values()
+                        .map(|e| (e.since + limit(e)).saturating_duration_since(now))
+                        .min()
+                        .unwrap_or(self.inner.silent_after),
                 }
             };
             tokio::select! {
@@ -109,16 +140,25 @@ impl SetupSlots {
     fn insert(&self) -> SetupSlot {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
+        let progressed = Arc::new(AtomicBool::new(false));
         self.inner
             .live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id, (Instant::now(), evicted.clone()));
+            .insert(
+                id,
+                Entry {
+                    since: Instant::now(),
+                    evict: evicted.clone(),
+                    progressed: progressed.clone(),
+                },
+            );
         SetupSlot {
             slots: self.clone(),
             id,
             evicted,
             finished: CancellationToken::new(),
+            progressed,
         }
     }
 
@@ -171,6 +211,15 @@ impl SetupSlots {
 }
 
 impl SetupSlot {
+    /// `io`, marking this connection as progressing once its first bytes arrive.
+    pub fn watch<S>(&self, io: S) -> FirstBytes<S> {
+        FirstBytes {
+            io,
+            seen: self.progressed.clone(),
+            marked: false,
+        }
+    }
+
     /// Setup is over (the first request's headers arrived): free the place.
     pub fn done(&self) {
         if !self.finished.is_cancelled() {
@@ -186,38 +235,120 @@ impl Drop for SetupSlot {
     }
 }
 
+/// A connection's stream that records when its first bytes arrive (after that,
+/// one branch per read).
+#[derive(Debug)]
+pub struct FirstBytes<S> {
+    io: S,
+    seen: Arc<AtomicBool>,
+    marked: bool,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if !self.marked && buf.filled().len() > before {
+            self.marked = true;
+            self.seen.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const SILENT: Duration = Duration::from_millis(100);
+    const SLOW: Duration = Duration::from_millis(300);
+
     #[tokio::test]
-    async fn full_waits_for_a_free_place_or_evicts_the_oldest_after_a_while() {
-        let slots = SetupSlots::new(2, Duration::from_millis(200));
-        let a_admitted = Instant::now();
+    async fn a_freed_place_is_taken_and_nobody_is_pushed_out() {
+        let slots = SetupSlots::new(2, SILENT, SLOW);
         let a = slots.admit().await;
         let b = slots.admit().await;
-        assert_eq!(slots.len(), 2);
-        // Full: a place that frees is taken at once, nobody is evicted.
         let freed_later = async {
             tokio::task::yield_now().await;
             b.done();
         };
-        let (c, ()) = tokio::join!(slots.admit(), freed_later);
+        let (_c, ()) = tokio::join!(slots.admit(), freed_later);
         assert!(!a.evicted.is_cancelled());
         assert_eq!(slots.len(), 2);
-        // Full and nothing frees: the oldest goes once it is `evict_after` old.
+    }
+
+    #[tokio::test]
+    async fn the_silent_go_first_and_the_progressing_only_when_slow() {
+        let slots = SetupSlots::new(2, SILENT, SLOW);
+        let talking = slots.admit().await;
+        talking.progressed.store(true, Ordering::Relaxed);
+        let silent = slots.admit().await;
         let started = Instant::now();
-        let a_age = a_admitted.elapsed();
-        let d = slots.admit().await;
-        assert!(a.evicted.is_cancelled(), "the oldest goes");
-        assert!(!c.evicted.is_cancelled());
-        // Not before the oldest had been in setup for `evict_after`.
-        assert!(started.elapsed() + Duration::from_millis(1) >= Duration::from_millis(200) - a_age);
+        let third = slots.admit().await;
+        assert!(silent.evicted.is_cancelled(), "the silent one goes first");
+        assert!(
+            !talking.evicted.is_cancelled(),
+            "though the talking one is older"
+        );
+        assert!(started.elapsed() + Duration::from_millis(1) >= SILENT - Duration::from_millis(5));
+        // Both left are talking now: the oldest goes only once it is slow.
+        third.progressed.store(true, Ordering::Relaxed);
+        let _fourth = slots.admit().await;
+        assert!(talking.evicted.is_cancelled());
+        assert!(!third.evicted.is_cancelled());
+        assert!(started.elapsed() + Duration::from_millis(1) >= SLOW - Duration::from_millis(5));
         assert_eq!(slots.len(), 2);
-        drop(c);
-        drop(d);
-        assert!(slots.is_empty());
-        drop(a);
-        assert!(slots.is_empty());
+    }
+
+    #[tokio::test]
+    async fn first_bytes_mark_progress() {
+        let slots = SetupSlots::new(1, SILENT, SLOW);
+        let slot = slots.admit().await;
+        let (client, server) = tokio::io::duplex(64);
+        let mut watched = slot.watch(server);
+        assert!(!slot.progressed.load(Ordering::Relaxed));
+        let mut client = client;
+        tokio::io::AsyncWriteExt::write_all(&mut client, b"x")
+            .await
+            .expect("write");
+        let mut byte = [0u8; 1];
+        tokio::io::AsyncReadExt::read_exact(&mut watched, &mut byte)
+            .await
+            .expect("read");
+        assert!(slot.progressed.load(Ordering::Relaxed));
     }
 }
