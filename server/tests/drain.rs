@@ -12,7 +12,8 @@ use std::time::Duration;
 use latchkey_protocol::CloseCode;
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::{
-    Action, AdminClient, Daemon, FakeAgent, FakeBrowser, FakeExtension, wait_until,
+    Action, AdminClient, Daemon, FakeAgent, FakeBrowser, FakeExtension, retry_unavailable,
+    wait_until,
 };
 use serde_json::json;
 use tokio::process::Command;
@@ -70,10 +71,24 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
     for i in 0..DEVICES {
         let (admin, http) = (admin.clone(), http.clone());
         pending.spawn(async move {
-            let pairing = admin.create_pairing(None, None).await.expect("pairing");
-            let mut ext = FakeExtension::from_link(&pairing.link, http, None).expect("link");
-            let grant = ext.pair().await.expect("pair");
-            let socket = ext.connect_online().await.expect("online");
+            // Eight writers at once may find SQLite busy: 503, retried as a client would.
+            let pairing = retry_unavailable(|| admin.create_pairing(None, None))
+                .await
+                .expect("pairing");
+            let ext = FakeExtension::from_link(&pairing.link, http, None).expect("link");
+            let grant = retry_unavailable(|| {
+                let mut attempt = ext.clone();
+                async move {
+                    let grant = attempt.pair().await?;
+                    Ok((grant, attempt))
+                }
+            })
+            .await
+            .expect("pair");
+            let (grant, ext) = grant;
+            let socket = retry_unavailable(|| ext.connect_online())
+                .await
+                .expect("online");
             (grant.device_id, FakeBrowser::serve(socket, script()))
         });
         if pending.len() >= 8 || i + 1 == DEVICES {

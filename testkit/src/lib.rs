@@ -26,6 +26,26 @@ pub use reqwest;
 pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};
 pub use tokio_tungstenite;
 
+/// Retry `attempt` while the server answers 503 (a busy SQLite writer, capacity), as
+/// a real client honouring `Retry-After` does; at most 50 times, 200 ms apart. Any
+/// other failure, or a 503 that outlasts that, is returned.
+pub async fn retry_unavailable<T, F, Fut>(mut attempt: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match attempt().await {
+            Err(e) if tries < 50 && e.to_string().contains("HTTP 503") => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Poll `condition` until it holds or `deadline` passes. Returns whether it held.
 /// The only sanctioned way to wait in tests: no bare sleeps as synchronisation.
 pub async fn wait_until<F, Fut>(deadline: Duration, mut condition: F) -> bool
