@@ -42,10 +42,14 @@ async fn stallers(
     tasks
 }
 
+/// `/healthz` on a new connection each time (a kept-alive one could be closed by
+/// the server's idle timeout just as it is reused: this asks whether a new client
+/// gets in).
 async fn healthz(server: &TestServer) -> u16 {
     server
         .http
         .get(format!("{}/healthz", server.http_base()))
+        .header("connection", "close")
         .send()
         .await
         .expect("healthz")
