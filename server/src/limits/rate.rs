@@ -98,9 +98,6 @@ impl PeerRateLimiter {
     pub fn check(&self, ip: IpAddr) -> Result<(), RetryAfter> {
         let key = rate_key(ip);
         let refused = RetryAfter(self.retry_after);
-        if self.global.as_ref().is_some_and(|g| g.check().is_err()) {
-            return Err(refused);
-        }
         let tracked = {
             let _guard = self.admission.lock().unwrap_or_else(|p| p.into_inner());
             if self.keyed.len() >= self.max_keys {
@@ -114,7 +111,12 @@ impl PeerRateLimiter {
         } else {
             self.overflow.check().is_ok()
         };
-        if admitted { Ok(()) } else { Err(refused) }
+        // The global budget is charged only for what a peer's own budget admitted,
+        // so one peer hammering away cannot spend everyone's share.
+        if !admitted || self.global.as_ref().is_some_and(|g| g.check().is_err()) {
+            return Err(refused);
+        }
+        Ok(())
     }
 }
 
@@ -137,6 +139,18 @@ mod tests {
             assert!(l.check(v6a).is_ok());
         }
         assert!(l.check(v6b).is_err(), "same /64 shares a bucket");
+    }
+
+    #[test]
+    fn one_peer_cannot_spend_the_global_budget() {
+        // 3 a minute per peer, 48 globally.
+        let l = PeerRateLimiter::per_minute(3, 1024);
+        let hammer: IpAddr = "127.0.0.2".parse().expect("ip");
+        let admitted = (0..1_000).filter(|_| l.check(hammer).is_ok()).count();
+        assert_eq!(admitted, 3);
+        for i in 0..15u8 {
+            assert!(l.check(IpAddr::from([127, 9, 0, i])).is_ok(), "peer {i}");
+        }
     }
 
     #[test]
