@@ -8,6 +8,7 @@
 
 use std::num::NonZeroU32;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -20,11 +21,16 @@ type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultC
 /// Sweep idle keys once a table holds this many.
 const SWEEP_AT: usize = 4096;
 
+/// Look at the tables' sizes once per this many checks: counting a keyed table
+/// visits every shard, too much for every agent frame.
+const SIZE_CHECK_EVERY: u64 = 1024;
+
 pub struct AgentRateLimiter {
     per_token: KeyedLimiter,
     per_tenant: KeyedLimiter,
     clock: DefaultClock,
     sweep: Mutex<()>,
+    checks: AtomicU64,
 }
 
 impl std::fmt::Debug for AgentRateLimiter {
@@ -45,6 +51,7 @@ impl AgentRateLimiter {
             per_tenant: RateLimiter::keyed(quota(per_tenant)),
             clock: DefaultClock::default(),
             sweep: Mutex::new(()),
+            checks: AtomicU64::new(0),
         }
     }
 
@@ -69,6 +76,13 @@ impl AgentRateLimiter {
     }
 
     fn sweep_if_large(&self) {
+        if !self
+            .checks
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SIZE_CHECK_EVERY)
+        {
+            return;
+        }
         if self.per_token.len() < SWEEP_AT && self.per_tenant.len() < SWEEP_AT {
             return;
         }

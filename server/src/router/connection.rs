@@ -21,69 +21,13 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::app::AppState;
 use crate::audit::{self, Event, Priority, action};
+use crate::router::ending::{End, close_signal, read_failed};
 use crate::router::handshake;
 use crate::router::link::{DeviceLink, reason_for_close};
 use crate::router::registry::{AttachError, Registration};
 use crate::router::sessions::{Abort, end_session};
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
-
-/// Why a connection ended, and whether we close it (and with what code).
-#[derive(Debug)]
-struct End {
-    close: Option<CloseCode>,
-    why: &'static str,
-    /// The device sent Close: our reply (queued by the WebSocket layer) still has
-    /// to be written for a clean closing handshake.
-    peer_closed: bool,
-}
-
-impl End {
-    fn close(code: CloseCode, why: &'static str) -> Self {
-        Self {
-            close: Some(code),
-            why,
-            peer_closed: false,
-        }
-    }
-
-    fn gone(why: &'static str) -> Self {
-        Self {
-            close: None,
-            why,
-            peer_closed: false,
-        }
-    }
-
-    fn peer_closed(why: &'static str) -> Self {
-        Self {
-            close: None,
-            why,
-            peer_closed: true,
-        }
-    }
-}
-
-/// How a failed read ends the connection: with the RFC 6455 close code when the
-/// device broke the WebSocket protocol, else it just went away.
-fn read_failed(error: &axum::Error) -> End {
-    match crate::transport::close_for_read_error(error) {
-        Some(code) => {
-            telemetry::frame_dropped("websocket_protocol_error");
-            End::close(code, "websocket protocol error")
-        }
-        None => End::gone("peer went away"),
-    }
-}
-
-/// Resolves with the close code once the registry signals one (a dropped registry
-/// counts as going away). The watch guard is released before returning.
-async fn close_signal(rx: &mut tokio::sync::watch::Receiver<Option<CloseCode>>) -> CloseCode {
-    match rx.wait_for(Option::is_some).await {
-        Ok(code) => (*code).unwrap_or(CloseCode::GoingAway),
-        Err(_) => CloseCode::GoingAway,
-    }
-}
 
 /// Run a device connection to its end. `device` was authenticated before the 101.
 pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer: IpAddr) {

@@ -4,6 +4,7 @@
 
 pub mod calls;
 pub mod connection;
+mod ending;
 pub mod handshake;
 pub mod lifecycle;
 pub mod link;
