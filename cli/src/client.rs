@@ -49,10 +49,25 @@ impl ApiClient {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, CliError> {
+        self.call_within(method, path, body, None).await
+    }
+
+    /// [`Self::call`] with its own time limit instead of the client's 60 s: a tool
+    /// call waits as long as the gateway's deadline for it (up to 10 minutes).
+    pub async fn call_within<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+        limit: Option<Duration>,
+    ) -> Result<T, CliError> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(&self.token);
+        if let Some(limit) = limit {
+            request = request.timeout(limit);
+        }
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -73,6 +88,7 @@ impl ApiClient {
             Ok(body) => Err(CliError::Api {
                 code: body.error.code,
                 message: body.error.message,
+                data: body.error.data,
             }),
             Err(_) => Err(CliError::Api {
                 code: if status.is_server_error() {
@@ -81,6 +97,7 @@ impl ApiClient {
                     ErrorCode::InvalidRequest
                 },
                 message: format!("HTTP {status} without an error body"),
+                data: None,
             }),
         }
     }

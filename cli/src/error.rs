@@ -5,9 +5,14 @@ use latchkey_protocol::error_code::exit;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// The server refused with a stable code.
+    /// The server refused with a stable code (and the browser's detail, such as
+    /// `data.reason`, which agents branch on).
     #[error("{code}: {message}")]
-    Api { code: ErrorCode, message: String },
+    Api {
+        code: ErrorCode,
+        message: String,
+        data: Option<serde_json::Value>,
+    },
     /// The server could not be reached, or answered something unreadable.
     #[error("cannot reach the server: {0}")]
     Connection(String),
@@ -32,6 +37,23 @@ impl CliError {
             CliError::Connection(_) => "connection_failed",
             CliError::Config(_) => "config",
         }
+    }
+
+    /// The error's detail object, if the server sent one.
+    pub fn data(&self) -> Option<&serde_json::Value> {
+        match self {
+            CliError::Api { data, .. } => data.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The JSON document printed with `--json`: `{"error": {code, message, data?}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut error = serde_json::json!({"code": self.code(), "message": self.message()});
+        if let (Some(data), Some(obj)) = (self.data(), error.as_object_mut()) {
+            obj.insert("data".into(), data.clone());
+        }
+        serde_json::json!({ "error": error })
     }
 
     pub fn message(&self) -> String {

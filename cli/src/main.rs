@@ -40,10 +40,16 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if json {
-                let body = serde_json::json!({"error": {"code": e.code(), "message": e.message()}});
-                println!("{body}");
+                println!("{}", e.to_json());
             } else {
-                eprintln!("latchkey: {}: {}", e.code(), e.message());
+                match e
+                    .data()
+                    .and_then(|d| d.get("reason"))
+                    .and_then(|r| r.as_str())
+                {
+                    Some(reason) => eprintln!("latchkey: {} ({reason}): {}", e.code(), e.message()),
+                    None => eprintln!("latchkey: {}: {}", e.code(), e.message()),
+                }
             }
             ExitCode::from(e.exit_code())
         }

@@ -2,6 +2,9 @@
 //! request of the agent API.
 
 use std::path::Path;
+use std::time::Duration;
+
+use latchkey_protocol::effect::{DEFAULT_CALL_TIMEOUT_MS, REQUEST_HELP_TIMEOUT_MS};
 
 use base64::Engine;
 use latchkey_protocol::agent::{
@@ -289,13 +292,16 @@ pub async fn tool(
         CliError::Config("this command needs --session ID (or LATCHKEY_SESSION); start one with `latchkey session start`".into())
     })?;
     let (method, params) = request(&cmd)?;
+    let limit = http_limit(&method, &params, timeout_ms);
     let body = CallRequest {
         method,
         params: Some(Value::Object(params)),
         timeout_ms,
     };
     let path = format!("/v1/sessions/{}/calls", segment(session));
-    let CallResult { result } = client.call(Method::POST, &path, Some(&body)).await?;
+    let CallResult { result } = client
+        .call_within(Method::POST, &path, Some(&body), Some(limit))
+        .await?;
     if let ToolCommand::Screenshot { out, .. } = &cmd {
         save_png(&result, out)?;
         if json {
@@ -323,6 +329,23 @@ pub async fn tool(
     }
     Ok(())
 }
+
+/// How long to wait for the answer to a tool call: the gateway's deadline for it
+/// (`--timeout-ms`, else the call's own `timeout_ms`, else 30 s, or 5 minutes for
+/// `request_help`), plus a margin for the gateway's own answer.
+fn http_limit(method: &str, params: &Map<String, Value>, timeout_ms: Option<u64>) -> Duration {
+    let own = params.get("timeout_ms").and_then(Value::as_u64);
+    let default = if method == "tool.request_help" {
+        REQUEST_HELP_TIMEOUT_MS
+    } else {
+        DEFAULT_CALL_TIMEOUT_MS
+    };
+    let deadline = timeout_ms.or(own).unwrap_or(default);
+    Duration::from_millis(deadline.saturating_add(HTTP_MARGIN_MS))
+}
+
+/// Time beyond a call's deadline for the gateway's answer to arrive.
+const HTTP_MARGIN_MS: u64 = 15_000;
 
 fn save_png(result: &Value, out: &Path) -> Result<(), CliError> {
     let data = result
@@ -360,5 +383,16 @@ mod tests {
         assert_eq!(target("#login"), ("selector", json!("#login")));
         assert_eq!(target("email"), ("selector", json!("email")));
         assert_eq!(target("e"), ("selector", json!("e")));
+    }
+
+    #[test]
+    fn a_call_waits_as_long_as_its_deadline() {
+        let none = Map::new();
+        let secs = |d: Duration| d.as_secs();
+        assert_eq!(secs(http_limit("tool.click", &none, None)), 45);
+        assert_eq!(secs(http_limit("tool.request_help", &none, None)), 315);
+        let own = obj(&[("timeout_ms", Some(json!(120_000)))]);
+        assert_eq!(secs(http_limit("tool.request_help", &own, None)), 135);
+        assert_eq!(secs(http_limit("tool.click", &own, Some(600_000))), 615);
     }
 }

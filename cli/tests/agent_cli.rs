@@ -10,6 +10,7 @@ use std::sync::Arc;
 use base64::Engine;
 use common::latchkey;
 use latchkey_protocol::error_code::exit;
+use latchkey_protocol::{ErrorBody, ErrorCode};
 use latchkey_testkit::{Action, Backend, TestServer};
 use serde_json::{Value, json};
 
@@ -29,6 +30,13 @@ async fn agent_commands_reach_the_browser() {
             "tool.screenshot" => Some(Action::Reply(
                 json!({"image_base64": png_b64, "width": 8, "height": 6, "format": "png", "tab_id": 3}),
             )),
+            "tool.hover" if r.params.as_ref().is_some_and(|p| p["ref"] == "e9") => {
+                Some(Action::Error(ErrorBody {
+                    code: ErrorCode::NotFound,
+                    message: "ref e9 is not in the current snapshot".into(),
+                    data: Some(json!({"reason": "ref_not_found"})),
+                }))
+            }
             _ => None,
         },
     );
@@ -192,6 +200,20 @@ async fn agent_commands_reach_the_browser() {
     let r = latchkey(cfg, &env_s, &["snapshot"]).await;
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("button \"Sign in\" @e1"), "{}", r.stdout);
+
+    // The browser's detail (`data.reason`) reaches the agent, in JSON and in text.
+    let r = latchkey(cfg, &env_s, &["--json", "hover", "e9"]).await;
+    assert_eq!(r.code, i32::from(exit::NOT_FOUND));
+    assert_eq!(
+        r.json()["error"],
+        json!({"code": "not_found", "message": "ref e9 is not in the current snapshot", "data": {"reason": "ref_not_found"}})
+    );
+    let r = latchkey(cfg, &env_s, &["hover", "e9"]).await;
+    assert!(
+        r.stderr.contains("not_found (ref_not_found): ref e9"),
+        "{}",
+        r.stderr
+    );
 
     // Session list and stop.
     let r = latchkey(cfg, &env, &["--json", "session", "list"]).await;

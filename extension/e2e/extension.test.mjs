@@ -1,19 +1,10 @@
 // The extension in real headless Chromium against the real latchkeyd.
 
 import assert from 'node:assert/strict';
-import { rm, writeFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import {
-  api,
-  latchkey,
-  launchBrowser,
-  startLatchkeyd,
-  startSite,
-  stopProcess,
-  tempDir,
-  waitFor,
-} from './harness.mjs';
+import { api, latchkey, pairThroughPopup, startLatchkeyd, startStack, stopProcess, waitFor } from './harness.mjs';
 
+let stack;
 let daemon;
 let dataDir;
 let site;
@@ -35,25 +26,14 @@ async function press(page, selector) {
 const status = async () => (await popup.locator('#status').getAttribute('aria-label')) ?? '';
 
 before(async () => {
-  dataDir = await tempDir('latchkey-e2e-');
   // Grants ask for renewal after 2 s, so rotation happens during the run.
-  configFile = `${dataDir}/latchkey.toml`;
-  await writeFile(configFile, '[limits]\nrenew_after_secs = 2\n');
-  daemon = await startLatchkeyd(dataDir, '127.0.0.1:0', configFile);
-  site = await startSite();
-  browser = await launchBrowser();
-  popup = await browser.context.newPage();
-  await popup.goto(`chrome-extension://${browser.extensionId}/popup.html`);
-  const agent = await api(daemon.url, daemon.token, 'POST', '/v1/admin/tokens', { name: 'e2e-agent', role: 'agent' });
-  assert.equal(agent.status, 201);
-  agentEnv = { LATCHKEY_URL: daemon.url, LATCHKEY_TOKEN: agent.body.token };
+  stack = await startStack('latchkey-e2e-', '[limits]\nrenew_after_secs = 2\n');
+  ({ daemon, dataDir, site, browser, popup, agentEnv, configFile } = stack);
 });
 
 after(async () => {
-  await browser?.close();
-  site?.server.close();
-  if (daemon) await stopProcess(daemon.child);
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  if (stack) stack.daemon = daemon;
+  await stack?.close();
 });
 
 test('a malformed link is refused in the popup and nothing is stored', async () => {
@@ -64,12 +44,7 @@ test('a malformed link is refused in the popup and nothing is stored', async () 
 });
 
 test('pairing by pasting the link into the popup connects the browser', async () => {
-  const pairing = await api(daemon.url, daemon.token, 'POST', '/v1/admin/pairings', { label: 'E2E browser' });
-  assert.equal(pairing.status, 201);
-  await popup.fill('#link', pairing.body.link);
-  await popup.click('#pair');
-  await waitFor(async () => (await status()) === 'Connected', 15_000, 'Connected in the popup');
-  deviceId = (await popup.locator('#device').textContent())?.trim();
+  deviceId = await pairThroughPopup(daemon, popup, 'E2E browser');
   assert.match(deviceId, /^[a-f0-9]{32}$/);
   const browsers = await latchkey(agentEnv, ['browsers']);
   const me = browsers.browsers.find((b) => b.id === deviceId);

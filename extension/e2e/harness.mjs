@@ -3,8 +3,7 @@
 
 import { spawn, execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -81,25 +80,9 @@ export async function latchkey(env, args) {
   }
 }
 
-/** Pages for the agent to visit. */
-export async function startSite() {
-  const page = (title, body) =>
-    `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1>${body}</body></html>`;
-  const server = http.createServer((req, res) => {
-    const routes = {
-      '/a': page('Page A', '<p>Alpha content</p><a href="/b">to B</a>'),
-      '/b': page('Page B', '<p>Bravo content</p>'),
-      '/c': page('Page C', '<p>Charlie content</p>'),
-    };
-    const html = routes[req.url ?? ''];
-    res.writeHead(html ? 200 : 404, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(html ?? 'not found');
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  return { server, base: `http://127.0.0.1:${port}` };
-}
+import { startSite } from './site.mjs';
+
+export { startSite };
 
 /** Chromium with the extension loaded; resolves with the context and extension id. */
 export async function launchBrowser() {
@@ -137,4 +120,51 @@ export async function launchBrowser() {
 
 export async function tempDir(prefix) {
   return mkdtemp(join(tmpdir(), prefix));
+}
+
+/**
+ * Pair the browser through its popup with a fresh pairing link; resolves with the
+ * device id once the popup shows Connected.
+ */
+export async function pairThroughPopup(daemon, popup, label = 'E2E browser') {
+  const pairing = await api(daemon.url, daemon.token, 'POST', '/v1/admin/pairings', { label });
+  if (pairing.status !== 201) throw new Error(`pairing: ${pairing.status}`);
+  await popup.fill('#link', pairing.body.link);
+  await popup.click('#pair');
+  await waitFor(async () => (await popup.locator('#status').getAttribute('aria-label')) === 'Connected', 15_000, 'Connected');
+  return (await popup.locator('#device').textContent())?.trim();
+}
+
+/**
+ * Everything a test file drives: latchkeyd on 127.0.0.1:0 (with an optional TOML
+ * config), the test site, Chromium with the extension and its popup open, and an
+ * agent token. `close()` stops what was started (the current `stack.daemon`, which
+ * a test may restart).
+ */
+export async function startStack(prefix, config) {
+  const stack = { dataDir: await tempDir(prefix) };
+  stack.close = async () => {
+    await stack.browser?.close();
+    stack.site?.server.close();
+    if (stack.daemon) await stopProcess(stack.daemon.child);
+    await rm(stack.dataDir, { recursive: true, force: true });
+  };
+  try {
+    if (config) {
+      stack.configFile = join(stack.dataDir, 'latchkey.toml');
+      await writeFile(stack.configFile, config);
+    }
+    stack.daemon = await startLatchkeyd(stack.dataDir, '127.0.0.1:0', stack.configFile);
+    stack.site = await startSite();
+    stack.browser = await launchBrowser();
+    stack.popup = await stack.browser.context.newPage();
+    await stack.popup.goto(`chrome-extension://${stack.browser.extensionId}/popup.html`);
+    const agent = await api(stack.daemon.url, stack.daemon.token, 'POST', '/v1/admin/tokens', { name: 'e2e-agent', role: 'agent' });
+    if (agent.status !== 201) throw new Error(`agent token: HTTP ${agent.status}`);
+    stack.agentEnv = { LATCHKEY_URL: stack.daemon.url, LATCHKEY_TOKEN: agent.body.token };
+    return stack;
+  } catch (e) {
+    await stack.close();
+    throw e;
+  }
 }

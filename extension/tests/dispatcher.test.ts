@@ -15,6 +15,20 @@ const until = async (cond: () => boolean) => {
 };
 
 describe('Dispatcher', () => {
+  it('tells the observer each finished request with its outcome', async () => {
+    const seen: [string, unknown][] = [];
+    const d = new Dispatcher(
+      { 'tool.ok': async () => ({ tab_id: 3 }), 'tool.bad': async () => Promise.reject(new ToolError('not_found', 'x')) },
+      () => undefined,
+      (method, _params, answer) => seen.push([method, answer]),
+    );
+    d.handle({ id: '1', method: 'tool.ok', params: {} });
+    d.handle({ id: '2', method: 'tool.bad', params: {} });
+    await until(() => seen.length === 2);
+    expect(seen).toContainEqual(['tool.ok', { result: { tab_id: 3 } }]);
+    expect(seen).toContainEqual(['tool.bad', { error: { code: 'not_found', message: 'x' } }]);
+  });
+
   it('answers unknown methods with unknown_method', () => {
     const { d, sent } = setup({});
     d.handle({ id: 'a', method: 'tool.nope' });

@@ -8,13 +8,24 @@ import { forgetCredential, loadCredential } from '../lib/credential';
 import type { Params } from '../lib/dispatcher';
 import { Gateway } from '../lib/gateway';
 import { parseLink } from '../lib/link';
-import type { Reply, Request, StatusView } from '../lib/messages';
+import type { PageMessage, Reply, Request, StatusView } from '../lib/messages';
 import { Sessions } from '../lib/sessions';
 import { getHtml, screenshot } from '../lib/tools/content';
 import { navigate, navigateBack, navigateForward, reload, waitForNavigation } from '../lib/tools/navigation';
 import { Confirmations, tabBorrow } from '../lib/tools/borrow';
 import { sessionStart, sessionStop } from '../lib/tools/session';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
+import { ActivityLog } from '../lib/activity';
+import { showBanner } from '../lib/banner';
+import { Cdp } from '../lib/cdp';
+import { loadSettings, saveSettings } from '../lib/settings';
+import { EVENT_USER_INTERRUPT } from '@protocol/constants';
+import { evaluate } from '../lib/tools/evaluate';
+import { click, fill, hover, press, select } from '../lib/tools/input';
+import { observe, snapshot, voidRefsOnNavigation } from '../lib/tools/snapshot';
+import { LogBuffers } from '../lib/logbuffers';
+import { consoleLog, type LogContext, networkLog } from '../lib/tools/logs';
+import { HelpRequests, requestHelp } from '../lib/tools/help';
 
 const KEEPALIVE = 'latchkey.keepalive';
 
@@ -31,11 +42,29 @@ const DEVICE_LABEL = 'Chrome · Latchkey';
 export default defineBackground(() => {
   const sessions = new Sessions();
   const confirmations = new Confirmations();
+  const cdp = new Cdp();
+  const logs = new LogBuffers(cdp);
+  const activity = new ActivityLog();
+  const serverName = async () => (await loadCredential())?.host ?? 'your team';
+  const help = new HelpRequests(serverName);
+  const page: LogContext = { sessions, cdp, logs };
+  // Agent Window tabs are attached from the start, so that their console, network
+  // and dialogs are recorded before the agent's first look.
+  const attach = (tabId: number) => void cdp.ensure(tabId).catch(() => undefined);
+  const attachWindow = async (windowId: number) => {
+    for (const t of await browser.tabs.query({ windowId })) if (t.id !== undefined) attach(t.id);
+  };
   const on = (f: (p: Params, s: Sessions, signal: AbortSignal) => Promise<unknown>) => (p: Params, signal: AbortSignal) =>
     f(p, sessions, signal);
+  const onPage = (f: (p: Params, c: LogContext, signal: AbortSignal) => Promise<unknown>) => (p: Params, signal: AbortSignal) =>
+    f(p, page, signal);
   const gateway = new Gateway(sessions, {
-    'tool.session_start': on(sessionStart),
-    'tool.session_stop': on(sessionStop),
+    'tool.session_start': async (p: Params) => {
+      const started = (await sessionStart(p, sessions)) as { agent_window_id: number };
+      void attachWindow(started.agent_window_id);
+      return started;
+    },
+    'tool.session_stop': (p: Params) => sessionStop(p, sessions, (s) => cdp.detachWindow(s.windowId)),
     'tool.tab_list': on(tabList),
     'tool.tab_create': on(tabCreate),
     'tool.tab_close': on(tabClose),
@@ -49,7 +78,18 @@ export default defineBackground(() => {
     'tool.wait_for_navigation': on(waitForNavigation),
     'tool.get_html': on(getHtml),
     'tool.screenshot': on(screenshot),
-  });
+    'tool.snapshot': onPage(snapshot),
+    'tool.observe': onPage(observe),
+    'tool.click': onPage(click),
+    'tool.hover': onPage(hover),
+    'tool.fill': onPage(fill),
+    'tool.press': onPage(press),
+    'tool.select': onPage(select),
+    'tool.evaluate': onPage(evaluate),
+    'tool.request_help': (p: Params, signal: AbortSignal) => requestHelp(p, { ...page, help }, signal),
+    'tool.console': onPage(consoleLog),
+    'tool.network': onPage(networkLog),
+  }, (method, params, answer) => activity.record(method, params, answer));
 
   // The credential lives in storage.local: keep it out of content scripts' reach.
   void browser.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => undefined);
@@ -74,6 +114,32 @@ export default defineBackground(() => {
   };
 
   browser.windows.onRemoved.addListener((windowId) => gateway.onWindowRemoved(windowId));
+  browser.webNavigation.onCommitted.addListener((d) => {
+    if (d.frameId === 0) voidRefsOnNavigation(sessions, d.tabId);
+  });
+  // Every page an Agent Window loads shows who controls it, with a Stop button.
+  const markAgentTab = async (tabId: number) => {
+    const tab = await browser.tabs.get(tabId).catch(() => undefined);
+    if (!tab || !sessions.isAgentWindow(tab.windowId)) return;
+    await showBanner(tabId, await serverName());
+    await help.reshow(tabId);
+  };
+  browser.tabs.onRemoved.addListener((tabId) => help.tabClosed(tabId));
+  browser.webNavigation.onDOMContentLoaded.addListener((d) => {
+    if (d.frameId === 0) void markAgentTab(d.tabId);
+  });
+  browser.tabs.onAttached.addListener((tabId, info) => {
+    if (!sessions.isAgentWindow(info.newWindowId)) return;
+    attach(tabId);
+    void markAgentTab(tabId);
+  });
+  browser.tabs.onCreated.addListener((tab) => {
+    if (tab.id !== undefined && sessions.isAgentWindow(tab.windowId)) attach(tab.id);
+  });
+  // A tab leaving an Agent Window (a returned borrow) is the person's again.
+  browser.tabs.onDetached.addListener((tabId, info) => {
+    if (sessions.isAgentWindow(info.oldWindowId)) void cdp.detach(tabId);
+  });
   browser.alarms.create(KEEPALIVE, { periodInMinutes: 0.5 });
   browser.alarms.onAlarm.addListener((alarm) => {
     if (alarm.name === KEEPALIVE) void tick();
@@ -122,6 +188,26 @@ export default defineBackground(() => {
       case 'borrow-answer':
         confirmations.answer(req.request, req.allow);
         return { ok: true, message: '' };
+      case 'stop-all': {
+        // The kill switch: end every session (borrowed tabs go back), disconnect,
+        // and stay disconnected until the person connects again.
+        const ended = sessions.size;
+        await gateway.pause();
+        return { ok: true, message: `Stopped ${ended} agent session${ended === 1 ? '' : 's'}; disconnected until you connect again` };
+      }
+      case 'settings':
+        return loadSettings();
+      case 'set-settings':
+        return saveSettings(req.settings);
+      case 'help-list':
+        return help.list();
+      case 'help-answer':
+        return { ok: help.answer(req.request, req.outcome), message: '' };
+      case 'activity':
+        return activity.list();
+      case 'clear-activity':
+        await activity.clear();
+        return { ok: true, message: 'Cleared' };
       case 'forget':
         gateway.stop();
         await forgetCredential();
@@ -131,9 +217,30 @@ export default defineBackground(() => {
   }
 
   browser.runtime.onMessage.addListener((message: unknown, sender, sendResponse: (r: Reply) => void) => {
-    // Only our own pages (the popup) may talk to the service worker: never a
-    // content script or a web page.
+    // The Stop button of an Agent Window page: the one thing an injected script may
+    // ask, and only from a tab of an Agent Window (contract §6.3).
+    // Our scripts in web pages (not our own pages, which may be open in tabs too).
     const ownPage = browser.runtime.getURL('/');
+    const fromPage =
+      sender.id === browser.runtime.id &&
+      sender.tab?.windowId !== undefined &&
+      sender.tab.id !== undefined &&
+      !sender.url?.startsWith(ownPage);
+    const pageMessage = message as PageMessage | undefined;
+    if (fromPage && pageMessage?.type === 'agent-stop') {
+      const session = sessions.byWindow(sender.tab?.windowId as number);
+      if (session) gateway.event(EVENT_USER_INTERRUPT, { session_id: session.id });
+      sendResponse({ ok: session !== undefined, message: '' });
+      return false;
+    }
+    // request_help's panel: Done or Cancel, for a request of that very tab.
+    if (fromPage && pageMessage?.type === 'help-answer') {
+      const ok = help.answer(pageMessage.request, pageMessage.outcome === 'continued' ? 'continued' : 'cancelled', sender.tab?.id);
+      sendResponse({ ok, message: '' });
+      return false;
+    }
+    // Only our own pages (the popup) may ask anything else: never a content script
+    // or a web page.
     if (sender.id !== browser.runtime.id || !sender.url?.startsWith(ownPage)) return false;
     void handle(message as Request).then(sendResponse);
     return true;

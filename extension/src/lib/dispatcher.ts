@@ -9,6 +9,8 @@ import { ToolError } from './errors';
 
 export type Params = Record<string, unknown>;
 export type Handler = (params: Params, signal: AbortSignal) => Promise<unknown>;
+/** Told of every finished request with its answer (the activity list). */
+export type Observer = (method: string, params: Params, answer: { result?: unknown; error?: { code: string } }) => void;
 
 export class Dispatcher {
   private readonly running = new Map<string, AbortController>();
@@ -16,6 +18,7 @@ export class Dispatcher {
   constructor(
     private readonly handlers: Record<string, Handler>,
     private readonly send: (frame: Frame) => void,
+    private readonly observe: Observer = () => undefined,
   ) {}
 
   /** How many requests are running. */
@@ -46,7 +49,7 @@ export class Dispatcher {
     const controller = new AbortController();
     this.running.set(request.id, controller);
     const params = (request.params ?? {}) as Params;
-    void this.run(request.id, handler, params, controller);
+    void this.run(request.id, request.method, handler, params, controller);
   }
 
   /** Abort everything (disconnect): each request still gets its one answer, if the socket is open. */
@@ -54,10 +57,19 @@ export class Dispatcher {
     for (const c of this.running.values()) c.abort();
   }
 
-  private async run(id: string, handler: Handler, params: Params, controller: AbortController): Promise<void> {
+  private async run(id: string, method: string, handler: Handler, params: Params, controller: AbortController): Promise<void> {
     let frame: Frame;
+    // A cancelled request is answered at once, even if its handler is stuck (a page
+    // that never yields); whatever the handler does later is dropped.
+    const cancelled = new Promise<never>((_resolve, reject) => {
+      controller.signal.addEventListener('abort', () => reject(new ToolError('cancelled', 'rpc aborted by daemon cancel')), {
+        once: true,
+      });
+    });
     try {
-      const result = await handler(params, controller.signal);
+      const work = handler(params, controller.signal);
+      work.catch(() => undefined);
+      const result = await Promise.race([work, cancelled]);
       frame = { id, result: result === undefined ? null : result };
     } catch (e) {
       if (e instanceof ToolError) {
@@ -72,6 +84,7 @@ export class Dispatcher {
       this.running.delete(id);
     }
     this.send(frame);
+    this.observe(method, params, 'error' in frame ? { error: frame.error } : { result: 'result' in frame ? frame.result : undefined });
   }
 }
 

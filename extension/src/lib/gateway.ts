@@ -18,7 +18,7 @@ import {
 import { backoffDelay } from './backoff';
 import { decideOnClose } from './close';
 import { type Credential, loadCredential, saveCredential } from './credential';
-import { Dispatcher } from './dispatcher';
+import { Dispatcher, type Observer } from './dispatcher';
 import type { Sessions } from './sessions';
 import { returnTab } from './tools/tabs';
 
@@ -81,8 +81,9 @@ export class Gateway {
   constructor(
     private readonly sessions: Sessions,
     handlers: ConstructorParameters<typeof Dispatcher>[0],
+    observer?: Observer,
   ) {
-    this.dispatcher = new Dispatcher(handlers, (f) => this.send(f));
+    this.dispatcher = new Dispatcher(handlers, (f) => this.send(f), observer);
   }
 
   private send(frame: Frame): void {

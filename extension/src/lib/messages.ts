@@ -1,6 +1,8 @@
 // Messages between the popup and the service worker.
 
+import type { ActivityEntry } from './activity';
 import type { Status } from './gateway';
+import type { Settings } from './settings';
 import type { BorrowRequest } from './tools/borrow';
 
 export type Request =
@@ -10,7 +12,26 @@ export type Request =
   | { type: 'connect' }
   | { type: 'forget' }
   | { type: 'borrow-details'; request: string }
-  | { type: 'borrow-answer'; request: string; allow: boolean };
+  | { type: 'borrow-answer'; request: string; allow: boolean }
+  | { type: 'stop-all' }
+  | { type: 'settings' }
+  | { type: 'set-settings'; settings: Partial<Settings> }
+  | { type: 'activity' }
+  | { type: 'clear-activity' }
+  | { type: 'help-list' }
+  | { type: 'help-answer'; request: string; outcome: 'continued' | 'cancelled' };
+
+/** What the extension's UI in an Agent Window page may send: Stop, and help answers. */
+export type PageMessage =
+  | { type: 'agent-stop' }
+  | { type: 'help-answer'; request: string; outcome: 'continued' | 'cancelled' };
+
+export interface HelpView {
+  request: string;
+  title: string;
+  prompt: string;
+  tab: number;
+}
 
 export interface StatusView {
   status: Status;
@@ -23,7 +44,14 @@ export interface StatusView {
   sessions: number;
 }
 
-export type Reply = StatusView | { ok: boolean; message: string } | BorrowRequest | null;
+export type Reply =
+  | StatusView
+  | { ok: boolean; message: string }
+  | BorrowRequest
+  | Settings
+  | ActivityEntry[]
+  | HelpView[]
+  | null;
 
 /** Human text for each status, also the accessible label. */
 export const STATUS_TEXT: Record<Status, string> = {

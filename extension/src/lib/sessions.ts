@@ -7,11 +7,23 @@ export interface Borrowed {
   originalIndex: number;
 }
 
+/** Where a session's refs are valid: one tab, one document, one snapshot (contract §7.1). */
+export interface RefStore {
+  tabId: number;
+  documentId: string | undefined;
+  snapshot: string;
+  count: number;
+  /** Why the refs no longer work (the tab navigated), if they do not. */
+  stale?: string;
+}
+
 export interface AgentSession {
   id: string;
   windowId: number;
   /** Tabs this session borrowed from the person, by tab id. */
   borrowed: Map<number, Borrowed>;
+  /** The refs of the last snapshot or observe. */
+  refs?: RefStore;
 }
 
 export class Sessions {

@@ -3,7 +3,7 @@
 import { browser } from 'wxt/browser';
 import { invalid, ToolError } from '../errors';
 import type { Params } from '../dispatcher';
-import type { Sessions } from '../sessions';
+import type { AgentSession, Sessions } from '../sessions';
 import { optBool, optUint, sessionOf, str } from './params';
 import { returnTab } from './tabs';
 
@@ -32,10 +32,15 @@ export async function sessionStart(p: Params, sessions: Sessions): Promise<unkno
 }
 
 /**
- * Teardown order: (1) return borrowed tabs — stop there if any fails, (2) forget the
- * session's state, (3) close the Agent Window.
+ * Teardown order (contract §6.1): (1) return borrowed tabs — stop there if any
+ * fails, (2) forget the session's state and refs, (3) detach the debugger, (4) close
+ * the Agent Window.
  */
-export async function sessionStop(p: Params, sessions: Sessions): Promise<unknown> {
+export async function sessionStop(
+  p: Params,
+  sessions: Sessions,
+  detachDebugger: (session: AgentSession) => Promise<void> = async () => undefined,
+): Promise<unknown> {
   const session = sessionOf(p, sessions, 'tool.session_stop');
   const returned: number[] = [];
   const failures: { tab_id: number; code: string; message: string }[] = [];
@@ -50,7 +55,9 @@ export async function sessionStop(p: Params, sessions: Sessions): Promise<unknow
   if (failures.length > 0) {
     return { ...(returned.length ? { returned_tab_ids: returned } : {}), return_failures: failures };
   }
+  // (2) refs go with the session; (3) the debugger lets go before the window closes.
   sessions.remove(session.id);
+  await detachDebugger(session);
   try {
     await browser.windows.remove(session.windowId);
   } catch {
