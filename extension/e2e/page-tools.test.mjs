@@ -137,6 +137,11 @@ test('an alert is answered and reported in dialogs; a confirm is dismissed', asy
   assert.deepEqual([d.type, d.message, d.handled, d.tab_id], ['alert', 'Saved!', 'accepted', r.tab_id]);
   assert.ok(d.sequence >= 1);
 
+  // A dialog while a page loads is answered and reported by the navigation.
+  const greeted = await latchkey(env, ['navigate', `${site.base}/greet`]);
+  assert.equal(greeted.reached, 'load');
+  assert.deepEqual(greeted.dialogs?.map((x) => [x.type, x.message, x.handled]), [['alert', 'Welcome!', 'accepted']]);
+
   await latchkey(env, ['navigate', `${site.base}/dialogs`]);
   const page = await snapshot();
   const ask = await latchkey(env, ['click', refOf(page.text, /button "Ask"/)]);

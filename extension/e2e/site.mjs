@@ -72,6 +72,7 @@ const STATIC = {
        fetch('/missing').catch(() => undefined);
      </script>`,
   ),
+  '/greet': page('Greeting', `<p>Greeted</p><script>alert('Welcome!')</script>`),
   '/dialogs': page(
     'Dialogs',
     `<button id="loop" onclick="for (;;) alert('again')">Loop</button>

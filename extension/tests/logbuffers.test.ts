@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { BUFFER_ENTRIES, FIELD_CHARS, LogBuffers } from '../src/lib/logbuffers';
 
 function buffers() {
-  let detach: (tabId: number) => void = () => undefined;
+  let detach: (tabId: number, byPerson: boolean) => void = () => undefined;
   const logs = new LogBuffers({ onEvent: () => undefined, onDetach: (l) => (detach = l) });
-  return { logs, detach: (tabId: number) => detach(tabId) };
+  return { logs, detach: (tabId: number) => detach(tabId, false) };
 }
 
 describe('console and network buffers', () => {

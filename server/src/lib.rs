@@ -246,6 +246,9 @@ pub async fn bind_with_routes(
     metrics::gauge!(telemetry::metrics::BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"))
         .set(1.0);
     let limits = &state.config.limits;
+    state
+        .tasks
+        .spawn(router::grant_sweep::grant_sweeper(state.clone()));
     state.tasks.spawn(router::lifecycle::idle_reaper(
         state.clone(),
         Duration::from_millis(limits.session_idle_timeout_ms),

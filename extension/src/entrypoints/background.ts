@@ -17,7 +17,7 @@ import { sessionStart, sessionStop } from '../lib/tools/session';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
 import { ActivityLog } from '../lib/activity';
 import { showBanner } from '../lib/banner';
-import { Cdp } from '../lib/cdp';
+import { Cdp, reportingDialogs } from '../lib/cdp';
 import { loadSettings, saveSettings } from '../lib/settings';
 import { EVENT_USER_INTERRUPT } from '@protocol/constants';
 import { evaluate } from '../lib/tools/evaluate';
@@ -71,13 +71,13 @@ export default defineBackground(() => {
     'tool.tab_select': on(tabSelect),
     'tool.tab_return': on(tabReturn),
     'tool.tab_borrow': (p: Params, signal: AbortSignal) => tabBorrow(p, sessions, signal, confirmations),
-    'tool.navigate': on(navigate),
-    'tool.navigate_back': on(navigateBack),
-    'tool.navigate_forward': on(navigateForward),
-    'tool.reload': on(reload),
-    'tool.wait_for_navigation': on(waitForNavigation),
-    'tool.get_html': on(getHtml),
-    'tool.screenshot': on(screenshot),
+    'tool.navigate': on(reportingDialogs(cdp, navigate)),
+    'tool.navigate_back': on(reportingDialogs(cdp, navigateBack)),
+    'tool.navigate_forward': on(reportingDialogs(cdp, navigateForward)),
+    'tool.reload': on(reportingDialogs(cdp, reload)),
+    'tool.wait_for_navigation': on(reportingDialogs(cdp, waitForNavigation)),
+    'tool.get_html': on(reportingDialogs(cdp, getHtml)),
+    'tool.screenshot': on(reportingDialogs(cdp, screenshot)),
     'tool.snapshot': onPage(snapshot),
     'tool.observe': onPage(observe),
     'tool.click': onPage(click),
@@ -137,6 +137,17 @@ export default defineBackground(() => {
     if (tab.id !== undefined && sessions.isAgentWindow(tab.windowId)) attach(tab.id);
   });
   // A tab leaving an Agent Window (a returned borrow) is the person's again.
+  // Cancel on Chrome's debugging bar is the person saying stop, like the page's Stop.
+  cdp.onDetach((tabId, byPerson) => {
+    if (!byPerson) return;
+    void browser.tabs.get(tabId).then(
+      (tab) => {
+        const session = sessions.byWindow(tab.windowId);
+        if (session) gateway.event(EVENT_USER_INTERRUPT, { session_id: session.id });
+      },
+      () => undefined,
+    );
+  });
   browser.tabs.onDetached.addListener((tabId, info) => {
     if (sessions.isAgentWindow(info.oldWindowId)) void cdp.detach(tabId);
   });

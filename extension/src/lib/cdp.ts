@@ -43,7 +43,8 @@ interface TabState {
 }
 
 type Listener = (tabId: number, method: string, params: Record<string, unknown>) => void;
-type DetachListener = (tabId: number) => void;
+/** `byPerson`: the person pressed Cancel on Chrome's "is debugging this browser" bar. */
+type DetachListener = (tabId: number, byPerson: boolean) => void;
 
 export class Cdp {
   private readonly tabs = new Map<number, TabState>();
@@ -57,12 +58,12 @@ export class Cdp {
       if (method === 'Page.javascriptDialogOpening') void this.onDialog(source.tabId, p);
       for (const l of this.listeners) l(source.tabId, method, p);
     });
-    browser.debugger.onDetach.addListener((source) => {
+    browser.debugger.onDetach.addListener((source, reason) => {
       // Closed tab, or the person cancelled debugging from the infobar: attach again
       // on next use.
       if (source.tabId === undefined) return;
       this.tabs.delete(source.tabId);
-      for (const l of this.detachListeners) l(source.tabId);
+      for (const l of this.detachListeners) l(source.tabId, reason === 'canceled_by_user');
     });
   }
 
@@ -114,7 +115,7 @@ export class Cdp {
 
   async detach(tabId: number): Promise<void> {
     if (!this.tabs.delete(tabId)) return;
-    for (const l of this.detachListeners) l(tabId);
+    for (const l of this.detachListeners) l(tabId, false);
     await browser.debugger.detach({ tabId }).catch(() => undefined);
   }
 
@@ -131,6 +132,11 @@ export class Cdp {
   /** The sequence the next dialog of `tabId` will get: a mark for `dialogsSince`. */
   mark(tabId: number): number {
     return this.tabs.get(tabId)?.nextSequence ?? 1;
+  }
+
+  /** `mark` of every attached tab (for a call that has not chosen its tab yet). */
+  marks(): Map<number, number> {
+    return new Map([...this.tabs].map(([tabId, state]) => [tabId, state.nextSequence]));
   }
 
   /** Dialogs that appeared since `mark`. */
@@ -215,4 +221,20 @@ export async function withDialogs<T extends object>(cdp: Cdp, tabId: number, act
   if (cdp.loopStoppedSince(tabId, mark)) throw loopError();
   const dialogs = cdp.dialogsSince(tabId, mark);
   return dialogs.length > 0 ? { ...result, dialogs } : result;
+}
+
+/**
+ * `handler` with the dialogs of its call in its result (+D), for tools that find
+ * their tab themselves (navigation, HTML, screenshots): the result's `tab_id` says
+ * which tab's dialogs to report.
+ */
+export function reportingDialogs<A extends unknown[]>(cdp: Cdp, handler: (...args: A) => Promise<unknown>) {
+  return async (...args: A): Promise<unknown> => {
+    const marks = cdp.marks();
+    const result = await handler(...args);
+    const r = result as { tab_id?: unknown; dialogs?: unknown } | null;
+    if (!r || typeof r.tab_id !== 'number' || r.dialogs !== undefined) return result;
+    const dialogs = cdp.dialogsSince(r.tab_id, marks.get(r.tab_id) ?? 1);
+    return dialogs.length > 0 ? { ...r, dialogs } : result;
+  };
 }

@@ -322,15 +322,15 @@ impl Connection {
         }
     }
 
-    /// After the handshake: frames, liveness, grant re-checks, expiry and close signals.
+    /// After the handshake: frames, liveness, expiry and close signals.
     async fn serve(&mut self) -> End {
         let limits = self.limits().clone();
         let mut close_rx = self.registration.close.clone();
         let mut clock_rx = self.state.clock.changed();
         let mut reaper = interval(Duration::from_millis(limits.reaper_interval_ms));
-        let mut recheck = interval(Duration::from_millis(limits.grant_recheck_ms));
         reaper.reset();
-        recheck.reset();
+        // Grants are re-read by the node's sweep (router::grant_sweep), which closes
+        // this socket through the registry; here only the expiry is timed.
         let mut heartbeat_seen = false;
         let mut store_failing_since: Option<Instant> = None;
         let shutdown = self.state.closing.clone();
@@ -393,12 +393,6 @@ impl Connection {
                     {
                         break end;
                     }
-                }
-                _ = recheck.tick() => {
-                    if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
-                        break end;
-                    }
-                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
                 }
                 _ = &mut expiry => {
                     // The grant may have been renewed since we last read it.

@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod connection;
 mod ending;
+pub mod grant_sweep;
 pub mod handshake;
 pub mod lifecycle;
 pub mod link;

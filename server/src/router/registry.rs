@@ -64,6 +64,17 @@ pub struct Registration {
     pub state: Arc<ConnectionState>,
 }
 
+fn signal_close(e: &Entry, code: CloseCode) {
+    if code == CloseCode::Revoked {
+        *e.state.revoked_at.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(std::time::Instant::now());
+    }
+    if let Some(link) = &e.link {
+        link.close(reason_for_close(Some(code)));
+    }
+    e.close.send_replace(Some(code));
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct DeviceRegistry {
     inner: Arc<RegistryInner>,
@@ -217,18 +228,38 @@ impl DeviceRegistry {
     pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
         match self.entries().get(device_id) {
             Some(e) => {
-                if code == CloseCode::Revoked {
-                    *e.state.revoked_at.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(std::time::Instant::now());
-                }
-                if let Some(link) = &e.link {
-                    link.close(reason_for_close(Some(code)));
-                }
-                e.close.send_replace(Some(code));
+                signal_close(e, code);
                 true
             }
             None => false,
         }
+    }
+
+    /// [`Self::close`], but only the socket of that `generation`: a sweep that read
+    /// the store before the device reconnected must not close the newer socket.
+    pub fn close_generation(&self, device_id: &str, generation: u64, code: CloseCode) -> bool {
+        match self.entries().get(device_id) {
+            Some(e) if e.generation == generation => {
+                signal_close(e, code);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Every online (handshaken) socket on this node, `(device id, generation)` by
+    /// tenant: what the grant sweep re-reads.
+    pub fn online_by_tenant(&self) -> HashMap<String, Vec<(String, u64)>> {
+        let mut by_tenant: HashMap<String, Vec<(String, u64)>> = HashMap::new();
+        for (id, e) in self.entries().iter() {
+            if e.link.as_ref().is_some_and(|l| !l.is_closed()) {
+                by_tenant
+                    .entry(e.tenant_id.clone())
+                    .or_default()
+                    .push((id.clone(), e.generation));
+            }
+        }
+        by_tenant
     }
 
     /// Signal every live socket (shutdown).

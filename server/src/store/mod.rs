@@ -19,6 +19,9 @@ mod timed;
 use async_trait::async_trait;
 
 pub use error::StoreError;
+
+/// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
+pub const GRANT_BATCH: usize = 500;
 pub use postgres::PostgresStore;
 pub use records::*;
 pub use sqlite::{SQLITE_FILE, SqliteStore};
@@ -143,6 +146,13 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<RotateOutcome, StoreError>;
     async fn device(&self, tenant_id: &str, id: &str) -> Result<Option<DeviceRecord>, StoreError>;
     async fn list_devices(&self, tenant_id: &str) -> Result<Vec<DeviceRecord>, StoreError>;
+    /// The grants of the tenant's devices among `ids` (missing ids are not returned),
+    /// read in batches: one sweep of a node's online devices.
+    async fn device_grants(
+        &self,
+        tenant_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<DeviceGrant>, StoreError>;
     async fn rename_device(
         &self,
         tenant_id: &str,

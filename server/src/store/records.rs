@@ -38,6 +38,14 @@ pub struct DeviceRecord {
     pub revoked_at: Option<i64>,
 }
 
+/// What the node's grant sweep needs of a device: is its grant still good?
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DeviceGrant {
+    pub id: String,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
 impl DeviceRecord {
     /// Whether the grant lets the device authenticate at `now`.
     pub fn is_live(&self, now: i64) -> bool {

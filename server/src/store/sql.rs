@@ -285,6 +285,27 @@ macro_rules! impl_sql_store {
                 .await?)
             }
 
+            async fn device_grants(
+                &self,
+                tenant_id: &str,
+                ids: &[String],
+            ) -> Result<Vec<$crate::store::DeviceGrant>, $crate::store::StoreError> {
+                let mut grants = Vec::with_capacity(ids.len());
+                for batch in ids.chunks($crate::store::GRANT_BATCH) {
+                    let mut query = sqlx::QueryBuilder::new(
+                        "SELECT id, expires_at, revoked_at FROM device WHERE tenant_id = ");
+                    query.push_bind(tenant_id);
+                    query.push(" AND id IN (");
+                    let mut list = query.separated(", ");
+                    for id in batch {
+                        list.push_bind(id);
+                    }
+                    list.push_unseparated(")");
+                    grants.extend(query.build_query_as().fetch_all(&self.pool).await?);
+                }
+                Ok(grants)
+            }
+
             async fn rename_device(
                 &self,
                 tenant_id: &str,

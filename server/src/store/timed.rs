@@ -127,6 +127,13 @@ impl Store for TimedStore {
     async fn list_devices(&self, tenant_id: &str) -> Result<Vec<DeviceRecord>, StoreError> {
         timed!("list_devices", self.inner.list_devices(tenant_id))
     }
+    async fn device_grants(
+        &self,
+        tenant_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<DeviceGrant>, StoreError> {
+        timed!("device_grants", self.inner.device_grants(tenant_id, ids))
+    }
     async fn rename_device(
         &self,
         tenant_id: &str,

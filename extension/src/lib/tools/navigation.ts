@@ -28,16 +28,24 @@ interface Reached {
   error_text?: string;
 }
 
-/** Resolve when the tab's main frame reaches `phase` (after `trigger` runs). */
+/**
+ * Resolve when the tab's main frame reaches `phase` (after `trigger` runs). Events
+ * stamped before the trigger are late news of an earlier load (the Agent Window's
+ * first about:blank, say) and are ignored; with `ownNavigation` the phases after
+ * commit count only once the triggered navigation has committed.
+ */
 export function waitForPhase(
   tabId: number,
   phase: Phase,
   timeoutMs: number,
   signal: AbortSignal,
   trigger: () => Promise<unknown>,
+  ownNavigation = true,
 ): Promise<Reached> {
   return new Promise((resolve, reject) => {
     let done = false;
+    const started = Date.now();
+    let committed = !ownNavigation;
     const target = ORDER.indexOf(phase === 'networkidle' ? 'load' : phase);
     const finish = (r: Reached | Error) => {
       if (done) return;
@@ -52,18 +60,22 @@ export function waitForPhase(
       else resolve(r);
     };
     const reached = (p: Phase) => {
-      if (ORDER.indexOf(p) < target) return;
+      if (p === 'commit') committed = true;
+      if (!committed || ORDER.indexOf(p) < target) return;
       if (phase === 'networkidle') {
         setTimeout(() => finish({ reached: 'networkidle' }), NETWORK_IDLE_QUIET_MS);
       } else {
         finish({ reached: phase });
       }
     };
-    const main = (d: { tabId: number; frameId: number }) => d.tabId === tabId && d.frameId === 0;
-    const onCommitted = (d: { tabId: number; frameId: number }) => main(d) && reached('commit');
-    const onDom = (d: { tabId: number; frameId: number }) => main(d) && reached('domcontentloaded');
-    const onCompleted = (d: { tabId: number; frameId: number }) => main(d) && reached('load');
-    const onError = (d: { tabId: number; frameId: number; error: string }) => {
+    // `timeStamp`: when the browser saw it, ms since the epoch like Date.now().
+    const main = (d: { tabId: number; frameId: number; timeStamp?: number }) =>
+      d.tabId === tabId && d.frameId === 0 && (d.timeStamp === undefined || d.timeStamp >= started - 1);
+    type Nav = { tabId: number; frameId: number; timeStamp?: number };
+    const onCommitted = (d: Nav) => main(d) && reached('commit');
+    const onDom = (d: Nav) => main(d) && reached('domcontentloaded');
+    const onCompleted = (d: Nav) => main(d) && reached('load');
+    const onError = (d: Nav & { error: string }) => {
       if (main(d)) finish(new ToolError('cdp_failed', `Page.navigate rejected: ${d.error}`));
     };
     const onAbort = () => finish(new ToolError('cancelled', 'rpc aborted by daemon cancel'));
@@ -141,6 +153,6 @@ export async function waitForNavigation(p: Params, sessions: Sessions, signal: A
   const tabId = tab.id as number;
   // Already there: a loaded page has passed every phase up to load.
   if (tab.status === 'complete' && phase !== 'networkidle') return { tab_id: tabId, reached: phase };
-  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined);
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined, false);
   return { tab_id: tabId, ...r };
 }
