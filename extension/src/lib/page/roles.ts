@@ -82,7 +82,6 @@ export function roleOf(el: Element): string | undefined {
       // Landmarks only at the top level, not inside articles or sections.
       return el.closest('article, aside, main, nav, section') ? undefined : TAG_ROLES[tag];
   }
-  if (tag === 'svg') return el.querySelector('title') || el.getAttribute('aria-label') ? 'img' : undefined;
   if ((el as HTMLElement).isContentEditable && el.getAttribute('contenteditable') !== null) return 'textbox';
   return TAG_ROLES[tag];
 }

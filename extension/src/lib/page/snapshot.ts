@@ -6,7 +6,7 @@
 // tests: it only reads the DOM and never changes it. Open shadow roots and
 // same-origin frames are walked; cross-origin frames are named but not entered.
 
-import { accessibleName, roleOf, textOf } from './roles';
+import { accessibleName, roleOf } from './roles';
 
 export interface SnapshotOptions {
   /** Deepest outline level printed (0 = top level only); default unlimited. */
@@ -316,4 +316,3 @@ export function renderSnapshot(doc: Document, options: SnapshotOptions = {}): Sn
   return { text: out.join('\n'), truncated, refs };
 }
 
-export { textOf };
