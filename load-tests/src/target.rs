@@ -40,12 +40,17 @@ pub struct ServerOptions {
     pub calls_in_flight_per_device: usize,
 }
 
+/// Environment variable: a command line that latchkeyd's process is started under.
+pub const SERVER_WRAPPER: &str = "LATCHKEY_LOAD_SERVER_WRAPPER";
+
 /// A child process and what it printed at start.
 struct ChildProcess {
     child: Child,
     pid: u32,
     /// Lines printed on stdout before it was ready.
     lines: Vec<String>,
+    /// Started under a wrapper, in a process group of its own.
+    group: bool,
 }
 
 impl ChildProcess {
@@ -53,7 +58,29 @@ impl ChildProcess {
     async fn spawn(args: &[String], log: &Path, ready: &str) -> anyhow::Result<Self> {
         let exe = std::env::current_exe()?;
         let log_file = std::fs::File::create(log)?;
-        let mut child = Command::new(exe)
+        // A profiler in front of latchkeyd (e.g. `heaptrack -o /tmp/idle`), for
+        // finding where its time or memory goes; the figures of such a run measure
+        // the wrapper too and are not comparable with others.
+        let wrapper: Vec<String> = match std::env::var(SERVER_WRAPPER) {
+            Ok(w) if args.first().is_some_and(|a| a == "serve-latchkeyd") => {
+                w.split_whitespace().map(str::to_string).collect()
+            }
+            _ => Vec::new(),
+        };
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        if !wrapper.is_empty() {
+            // Its own process group, so that stopping it reaches latchkeyd behind
+            // a wrapper that does not pass signals on.
+            command.process_group(0);
+        }
+        let mut child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -90,10 +117,22 @@ impl ChildProcess {
         }
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = reader.next_line().await {} });
-        Ok(Self { child, pid, lines })
+        Ok(Self {
+            child,
+            pid,
+            lines,
+            group: !wrapper.is_empty(),
+        })
     }
 
     async fn stop(mut self) {
+        if self.group {
+            // `kill` the whole group; std offers no group signal without unsafe code.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.pid)])
+                .status()
+                .await;
+        }
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }

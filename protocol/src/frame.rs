@@ -144,7 +144,8 @@ impl Frame {
     /// raw JSON text, so a large result is relayed without being rebuilt. `None` for
     /// anything else (events, requests, errors, a `null` result, duplicate keys):
     /// those go through [`Frame::parse`], whose classification this never contradicts.
-    pub fn parse_success_raw(text: &str) -> Option<(String, Box<RawValue>)> {
+    /// The result borrows from `text`: validated, never copied.
+    pub fn parse_success_raw(text: &str) -> Option<(String, &RawValue)> {
         /// Whether a key was present at all (even as `null`).
         #[derive(Default)]
         struct Present(bool);
@@ -155,9 +156,10 @@ impl Frame {
             }
         }
         #[derive(Deserialize)]
-        struct Probe {
+        struct Probe<'a> {
             id: Option<String>,
-            result: Option<Box<RawValue>>,
+            #[serde(borrow)]
+            result: Option<&'a RawValue>,
             #[serde(default)]
             error: Present,
             #[serde(default)]

@@ -138,7 +138,10 @@ fn machine_section(md: &mut String, r: &Results) {
          $L idle && $L latency && $L throughput && $L payload && $L handshake && $L storm\n\
          $L revoke && $L revoke --postgres\n\
          $L report    # target/load-results/*.json → docs/benchmarks.md and docs/benchmarks/*.svg\n\
-         ```\n\n",
+         ```\n\n\
+         To see where latchkeyd's time or memory goes, start it under a profiler, e.g.\n\
+         `LATCHKEY_LOAD_SERVER_WRAPPER=\"heaptrack -o /tmp/idle\" $L idle --devices 3000`;\n\
+         the figures of such a run include the profiler and are not comparable.\n\n",
     );
     md.push_str("| scenario | run at | command |\n| --- | --- | --- |\n");
     for (name, m) in &all {

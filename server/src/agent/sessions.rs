@@ -51,7 +51,7 @@ pub async fn stop(
 /// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it arrived as.
 #[derive(serde::Serialize)]
 pub struct RawCallResult {
-    pub result: Box<serde_json::value::RawValue>,
+    pub result: crate::router::link::RawResult,
 }
 
 pub async fn call(

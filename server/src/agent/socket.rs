@@ -15,7 +15,6 @@ use futures_util::stream::SplitSink;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
 use latchkey_protocol::{ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span};
@@ -25,6 +24,7 @@ use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
+use crate::router::link::RawResult;
 use crate::telemetry::metrics as telemetry;
 
 /// Open agent sockets per token and on the node, with a guard that gives the slot back.
@@ -172,12 +172,20 @@ impl Outgoing {
     }
 }
 
-/// The answer frame for request `id`; a result is written as the raw JSON it is.
-fn reply(id: &str, result: Result<Box<RawValue>, ErrorBody>) -> String {
+/// The answer frame for request `id`; a result is written as the raw JSON it is,
+/// in one copy into a string of the exact length.
+fn reply(id: &str, result: Result<RawResult, ErrorBody>) -> String {
     match result {
         Ok(result) => {
             let id = serde_json::to_string(id).unwrap_or_else(|_| "\"\"".to_string());
-            format!(r#"{{"id":{id},"result":{}}}"#, result.get())
+            let result = result.get();
+            let mut frame = String::with_capacity(id.len() + result.len() + 16);
+            frame.push_str(r#"{"id":"#);
+            frame.push_str(&id);
+            frame.push_str(r#","result":"#);
+            frame.push_str(result);
+            frame.push('}');
+            frame
         }
         Err(error) => Frame::Error(ErrorFrame {
             id: id.to_string(),
@@ -399,7 +407,7 @@ async fn handle(
     p: &Principal,
     request: RequestFrame,
     out: &Outgoing,
-) -> Result<Box<RawValue>, ErrorBody> {
+) -> Result<RawResult, ErrorBody> {
     match request.method.as_str() {
         "browser.list" => {
             let list = super::browsers::browser_list(state, p)
@@ -466,6 +474,6 @@ async fn handle(
 }
 
 /// A result body as the JSON of a success frame.
-fn to_value<T: serde::Serialize>(v: &T) -> Box<RawValue> {
-    serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned())
+fn to_value<T: serde::Serialize>(v: &T) -> RawResult {
+    crate::router::link::raw(v)
 }

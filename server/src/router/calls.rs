@@ -11,11 +11,11 @@ use latchkey_protocol::effect::{
     REQUEST_HELP_TIMEOUT_MS,
 };
 use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame};
-use serde_json::value::RawValue;
+
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 
-use super::link::{DeviceLink, Reply};
+use super::link::{DeviceLink, RawResult, Reply};
 use super::sessions::{Abort, BusyGuard, Session, not_registered};
 use crate::app::AppState;
 use crate::auth::secret;
@@ -143,7 +143,7 @@ pub async fn forward(
     params: Map<String, Value>,
     deadline: Duration,
     mut abort: Option<watch::Receiver<Option<Abort>>>,
-) -> Result<Box<RawValue>, ErrorBody> {
+) -> Result<RawResult, ErrorBody> {
     let (rpc_id, rx, permit) = send(&link, method, params)?;
     let mut inflight = InFlight {
         link,
@@ -226,10 +226,7 @@ fn inflight_gone() -> ErrorBody {
 }
 
 /// `tool.wait_ms`, answered by the gateway itself (contract §7.4).
-async fn wait_ms(
-    params: &Map<String, Value>,
-    session: &Session,
-) -> Result<Box<RawValue>, ErrorBody> {
+async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawResult, ErrorBody> {
     let ms = params
         .get("duration_ms")
         .and_then(Value::as_u64)
@@ -252,7 +249,7 @@ pub async fn call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<Box<RawValue>, ErrorBody> {
+) -> Result<RawResult, ErrorBody> {
     let started = std::time::Instant::now();
     let method = call.method.clone();
     let span = tracing::info_span!(
@@ -301,7 +298,7 @@ async fn run_call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<Box<RawValue>, ErrorBody> {
+) -> Result<RawResult, ErrorBody> {
     if !call.method.starts_with("tool.") {
         return Err(invalid(format!("{} is not a tool method", call.method)));
     }

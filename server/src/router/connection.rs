@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::FutureExt;
 use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::handshake::HandshakeParams;
@@ -23,7 +23,7 @@ use crate::app::AppState;
 use crate::audit::{self, Event, Priority, action};
 use crate::router::ending::{End, close_signal, read_failed};
 use crate::router::handshake;
-use crate::router::link::{DeviceLink, reason_for_close};
+use crate::router::link::{DeviceLink, RawResult, reason_for_close};
 use crate::router::registry::{AttachError, Registration};
 use crate::router::sessions::{Abort, end_session};
 use crate::store::DeviceRecord;
@@ -60,10 +60,12 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
         if let Some((link, _)) = &conn.link {
             link.close(reason_for_close(end.close));
         }
+        // The ending's futures are boxed, like the start's: an idle connection's
+        // task holds only the serving loop's state (see `drive`).
         if let Some(code) = end.close {
-            conn.close(code).await;
+            Box::pin(conn.close(code)).await;
         } else if end.peer_closed {
-            crate::transport::finish_peer_close(&mut conn.socket).await;
+            Box::pin(crate::transport::finish_peer_close(&mut conn.socket)).await;
         }
         let Connection {
             device,
@@ -85,22 +87,20 @@ pub async fn run(socket: WebSocket, state: AppState, device: DeviceRecord, peer:
             metrics::gauge!(telemetry::DEVICES_CONNECTED).decrement(1.0);
             metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => end.why).increment(1);
             let last_seen = registration.state.last_seen_ms.load(Ordering::Relaxed);
-            state
-                .audit
-                .record_seen(
-                    Priority::Background,
-                    &device.id,
-                    last_seen,
-                    Event {
-                        tenant_id: &device.tenant_id,
-                        actor: audit::device_ref(&device.id),
-                        action: action::DEVICE_DISCONNECT,
-                        target: audit::device_ref(&device.id),
-                        outcome: end.why,
-                        detail: end.close.map(|c| format!("close {}", c.code())),
-                    },
-                )
-                .await;
+            Box::pin(state.audit.record_seen(
+                Priority::Background,
+                &device.id,
+                last_seen,
+                Event {
+                    tenant_id: &device.tenant_id,
+                    actor: audit::device_ref(&device.id),
+                    action: action::DEVICE_DISCONNECT,
+                    target: audit::device_ref(&device.id),
+                    outcome: end.why,
+                    detail: end.close.map(|c| format!("close {}", c.code())),
+                },
+            ))
+            .await;
         }
     }
     .instrument(span)
@@ -177,9 +177,23 @@ impl Connection {
         *self.registration.close.borrow()
     }
 
+    /// The connection's life: start (grant re-check, handshake, bookkeeping), then
+    /// serve. The start runs once and its futures are large (store reads, the
+    /// audit commit, the handshake's timers), so it is boxed and freed before
+    /// serving: a task's future is as large as its largest state, and an idle
+    /// device's task should hold only the serving loop (measured with heaptrack in
+    /// docs/benchmarks.md).
     async fn drive(&mut self) -> End {
+        if let Err(end) = Box::pin(self.start()).await {
+            return end;
+        }
+        self.serve().await
+    }
+
+    /// Everything up to the handshake's answer and the connect audit event.
+    async fn start(&mut self) -> Result<(), End> {
         if let Some(code) = self.pending_close() {
-            return End::close(code, "closed before start");
+            return Err(End::close(code, "closed before start"));
         }
         // Re-check the grant after the upgrade (contract §2.4).
         match self
@@ -189,10 +203,18 @@ impl Connection {
             .await
         {
             Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => self.device = d,
-            Ok(_) => return End::close(CloseCode::Unauthorized, "grant gone after upgrade"),
+            Ok(_) => {
+                return Err(End::close(
+                    CloseCode::Unauthorized,
+                    "grant gone after upgrade",
+                ));
+            }
             Err(e) => {
                 warn!(error = %e, "grant re-check failed after upgrade");
-                return End::close(CloseCode::Unauthorized, "store unavailable at upgrade");
+                return Err(End::close(
+                    CloseCode::Unauthorized,
+                    "store unavailable at upgrade",
+                ));
             }
         }
         let handshake_timeout = Duration::from_millis(self.limits().handshake_timeout_ms);
@@ -200,16 +222,13 @@ impl Connection {
         let shutdown = self.state.closing.clone();
         let handshake = tokio::select! {
             r = tracing::Instrument::instrument(timeout(handshake_timeout, self.read_handshake()), info_span!("handshake")) => match r {
-                Err(_) => return End::close(CloseCode::PolicyViolation, "handshake timeout"),
+                Err(_) => return Err(End::close(CloseCode::PolicyViolation, "handshake timeout")),
                 Ok(r) => r,
             },
-            code = close_signal(&mut close_rx) => return End::close(code, "closed during handshake"),
-            _ = shutdown.cancelled() => return End::close(CloseCode::GoingAway, "shutdown"),
+            code = close_signal(&mut close_rx) => return Err(End::close(code, "closed during handshake")),
+            _ = shutdown.cancelled() => return Err(End::close(CloseCode::GoingAway, "shutdown")),
         };
-        let (id, params) = match handshake {
-            Ok(h) => h,
-            Err(end) => return end,
-        };
+        let (id, params) = handshake?;
         let result = handshake::result();
         // Everything the device's answer implies is in place before the answer: its
         // browser is recorded and it is routable. Calls routed now wait in the
@@ -251,11 +270,14 @@ impl Connection {
         ) {
             Ok(()) => {}
             Err(AttachError::Replaced) => {
-                return End::close(CloseCode::Replaced, "replaced during handshake");
+                return Err(End::close(CloseCode::Replaced, "replaced during handshake"));
             }
             Err(AttachError::AtCapacity) => {
                 telemetry::refused("connection_capacity_reached");
-                return End::close(CloseCode::TryAgainLater, "node at device capacity");
+                return Err(End::close(
+                    CloseCode::TryAgainLater,
+                    "node at device capacity",
+                ));
             }
         }
         self.link = Some((link, outbox));
@@ -265,12 +287,8 @@ impl Connection {
             .store(true, Ordering::Relaxed);
         self.handshaken = true;
         metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
-        if let Err(end) = self
-            .send_frame(Frame::Success(SuccessFrame { id, result }))
-            .await
-        {
-            return end;
-        }
+        self.send_frame(Frame::Success(SuccessFrame { id, result }))
+            .await?;
         info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
         self.state
             .audit
@@ -289,7 +307,7 @@ impl Connection {
                 },
             )
             .await;
-        self.serve().await
+        Ok(())
     }
 
     /// Wait for the first frame and judge it (contract §3.1).
@@ -367,7 +385,7 @@ impl Connection {
                     match msg {
                         Message::Text(text) => {
                             telemetry::frame("in", "device", text.len());
-                            if let Err(end) = self.on_text(text.as_str(), &link, &mut heartbeat_seen).await {
+                            if let Err(end) = self.on_text(&text, &link, &mut heartbeat_seen).await {
                                 break end;
                             }
                         }
@@ -396,7 +414,7 @@ impl Connection {
                 }
                 _ = &mut expiry => {
                     // The grant may have been renewed since we last read it.
-                    if let Some(end) = self.recheck_grant(&mut store_failing_since, &limits).await {
+                    if let Some(end) = Box::pin(self.recheck_grant(&mut store_failing_since, &limits)).await {
                         break end;
                     }
                     if self.device.expires_at <= self.state.clock.now_ms() {
@@ -420,12 +438,16 @@ impl Connection {
 
     async fn on_text(
         &mut self,
-        text: &str,
+        frame: &Utf8Bytes,
         link: &DeviceLink,
         heartbeat_seen: &mut bool,
     ) -> Result<(), End> {
-        // Most frames are answers to tool calls: relay their result untouched.
+        let text = frame.as_str();
+        // Most frames are answers to tool calls: relay their result untouched, as a
+        // slice of this frame.
         if let Some((id, result)) = Frame::parse_success_raw(text) {
+            let result = RawResult::slice_of(frame, result)
+                .unwrap_or_else(|| RawResult::Owned(result.to_owned()));
             if !link.complete(&id, Ok(result)) {
                 telemetry::frame_dropped("unknown_id");
             }
@@ -453,10 +475,11 @@ impl Connection {
                     ErrorCode::UnknownMethod,
                     format!("{} not implemented in gateway", request.method),
                 );
-                self.send_frame(Frame::Error(ErrorFrame {
+                // Boxed: rare, and it would otherwise size every frame's future.
+                Box::pin(self.send_frame(Frame::Error(ErrorFrame {
                     id: request.id,
                     error,
-                }))
+                })))
                 .await?;
             }
             Ok(Frame::Success(r)) => {

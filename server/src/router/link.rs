@@ -6,18 +6,73 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use axum::extract::ws::Utf8Bytes;
 use latchkey_protocol::{ErrorBody, ErrorCode, Frame, RequestFrame, methods};
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::telemetry::metrics::OUTBOX_FRAMES;
 
 /// An answer from the extension: its result, or its error (or the gateway's, when
-/// the connection ended first).
-/// A device's answer; a result stays raw JSON text from the device's frame to the
-/// agent's, never rebuilt.
-pub type Reply = Result<Box<serde_json::value::RawValue>, ErrorBody>;
+/// the connection ended first). A result stays raw JSON text from the device's frame
+/// to the agent's, never rebuilt.
+pub type Reply = Result<RawResult, ErrorBody>;
+
+/// A result as JSON text. Straight off a device it is a slice of the device's frame,
+/// shared rather than copied: a 1 MiB result is copied once on its way through the
+/// gateway, into the agent's frame (measured in docs/benchmarks.md).
+#[derive(Debug, Clone)]
+pub enum RawResult {
+    /// `frame[start..end]`, already validated as one JSON value.
+    Slice {
+        frame: Utf8Bytes,
+        start: usize,
+        end: usize,
+    },
+    /// Built by the gateway.
+    Owned(Box<RawValue>),
+}
+
+impl RawResult {
+    /// The slice of `frame` that `value` borrows from; `None` if it is not one.
+    pub fn slice_of(frame: &Utf8Bytes, value: &RawValue) -> Option<Self> {
+        let text = frame.as_str();
+        let start = (value.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+        let end = start.checked_add(value.get().len())?;
+        // In bounds and at the same address: the very bytes (no content compare,
+        // which would read a 1 MiB result once more).
+        let slice = text.get(start..end)?;
+        std::ptr::eq(slice.as_ptr(), value.get().as_ptr()).then(|| Self::Slice {
+            frame: frame.clone(),
+            start,
+            end,
+        })
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        match self {
+            // The range was taken from this very frame, so it is in bounds.
+            Self::Slice { frame, start, end } => frame.as_str().get(*start..*end).unwrap_or("null"),
+            Self::Owned(raw) => raw.get(),
+        }
+    }
+}
+
+impl serde::Serialize for RawResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Owned(raw) => raw.serialize(serializer),
+            // Borrowing re-reads the text (it was validated when it arrived) but
+            // copies nothing.
+            Self::Slice { .. } => serde_json::from_str::<&RawValue>(self.get())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
+        }
+    }
+}
 
 /// Frames queued for one socket; beyond this the caller gets `capacity_reached`.
 pub const OUTBOX_CAPACITY: usize = 256;
@@ -185,10 +240,11 @@ pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> ErrorBod
 }
 
 /// A JSON value as raw text (for results that did not come straight off a socket).
-pub fn raw(value: &Value) -> Box<serde_json::value::RawValue> {
-    // A Value always serialises (its map keys are strings); `null` is the fallback.
-    serde_json::value::to_raw_value(value)
-        .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned())
+pub fn raw<T: serde::Serialize + ?Sized>(value: &T) -> RawResult {
+    // Our values always serialise (map keys are strings); `null` is the fallback.
+    RawResult::Owned(
+        serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned()),
+    )
 }
 
 #[cfg(test)]
@@ -214,6 +270,21 @@ mod tests {
             Err(ErrorCode::DeviceRevoked)
         );
         assert!(rx.try_recv().is_err(), "nothing queued after close");
+    }
+
+    #[test]
+    fn a_result_is_a_slice_of_its_frame_and_serialises_as_itself() {
+        let frame = Utf8Bytes::from(r#"{"id":"7","result":{"a":[1,"x\"y"]}}"#);
+        let (id, value) = Frame::parse_success_raw(frame.as_str()).expect("a success");
+        assert_eq!(id, "7");
+        let result = RawResult::slice_of(&frame, value).expect("borrowed from the frame");
+        assert!(matches!(result, RawResult::Slice { .. }));
+        assert_eq!(result.get(), r#"{"a":[1,"x\"y"]}"#);
+        let body = serde_json::to_string(&json!({ "result": result })).expect("serialises");
+        assert_eq!(body, r#"{"result":{"a":[1,"x\"y"]}}"#);
+        // A value from another text is not a slice of this frame.
+        let other = serde_json::from_str::<&RawValue>("[1]").expect("json");
+        assert!(RawResult::slice_of(&frame, other).is_none());
     }
 
     #[tokio::test]
