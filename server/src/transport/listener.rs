@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
+use super::read_ahead::ReadAhead;
 use super::setup::{SetupSlot, SetupSlots};
 
 /// Listen backlog for the public listener.
@@ -86,7 +87,7 @@ pub async fn accept_loop(
         let acceptor = acceptor.clone();
         let connection = async move {
             match acceptor {
-                None => serve_connection(stream, peer, app, setup, shutdown).await,
+                None => serve_connection(ReadAhead::new(stream), peer, app, setup, shutdown).await,
                 Some(acceptor) => {
                     let handshake = tracing::Instrument::instrument(
                         acceptor.accept(stream),
@@ -101,7 +102,9 @@ pub async fn accept_loop(
                         _ = shutdown.cancelled() => return,
                     };
                     match tls {
-                        Ok(tls) => serve_connection(tls, peer, app, setup, shutdown).await,
+                        Ok(tls) => {
+                            serve_connection(ReadAhead::new(tls), peer, app, setup, shutdown).await
+                        }
                         Err(e) => debug!(%peer, error = %e, "TLS handshake failed"),
                     }
                 }

@@ -2,15 +2,17 @@
 //! task on the server's tracker, with the TLS handshake and header read bounded.
 
 pub mod listener;
+pub mod read_ahead;
 pub mod setup;
 pub mod tls;
 
-/// Bytes tungstenite reads from a socket at a time. Its default (128 KiB) is
-/// zero-filled on every read and stays resident per connection: about 140 KiB per
-/// idle device and, under load, the largest single CPU cost of a relayed call
-/// (measured in docs/benchmarks.md). Large frames still arrive whole: the buffer
-/// grows to the frame's length, read in chunks of this size.
-pub const WS_READ_CHUNK: usize = 4 * 1024;
+/// Bytes tungstenite reads from a socket at a time, and the buffer it keeps per
+/// socket. Its default (128 KiB) is zero-filled on every read and stays resident:
+/// about 140 KiB per idle device. 1 KiB holds the frames of a quiet or chatty
+/// device (heartbeats, calls, small answers); large frames still arrive whole, and
+/// [`read_ahead::ReadAhead`] under tungstenite turns their many small reads into
+/// 64 KiB reads of the socket (measured in docs/benchmarks.md).
+pub const WS_READ_CHUNK: usize = 1024;
 
 /// The WebSocket settings every upgrade on this server uses: our size limits and
 /// small read chunks. Writes are flushed per message, so no write buffer builds up.
