@@ -1,6 +1,49 @@
 //! TCP, TLS and HTTP/1.1 serving. One accept loop per listener; each connection is a
 //! task on the server's tracker, with the TLS handshake and header read bounded.
 
+/// `AsyncWrite` for a read-side wrapper `$t<S>` whose stream is its field `io`:
+/// every write goes straight through.
+macro_rules! writes_pass_through {
+    ($t:ident) => {
+        impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for $t<S> {
+            fn poll_write(
+                mut self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                data: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                std::pin::Pin::new(&mut self.io).poll_write(cx, data)
+            }
+
+            fn poll_flush(
+                mut self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.io).poll_flush(cx)
+            }
+
+            fn poll_shutdown(
+                mut self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+            }
+
+            fn poll_write_vectored(
+                mut self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                self.io.is_write_vectored()
+            }
+        }
+    };
+}
+use writes_pass_through;
+
 pub mod listener;
 pub mod read_ahead;
 pub mod setup;
