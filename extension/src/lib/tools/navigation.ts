@@ -41,6 +41,7 @@ export function waitForPhase(
   signal: AbortSignal,
   trigger: () => Promise<unknown>,
   ownNavigation = true,
+  alreadyThere?: () => Promise<boolean>,
 ): Promise<Reached> {
   return new Promise((resolve, reject) => {
     let done = false;
@@ -86,6 +87,14 @@ export function waitForPhase(
     browser.webNavigation.onErrorOccurred.addListener(onError);
     signal.addEventListener('abort', onAbort);
     trigger().catch((e: unknown) => finish(e instanceof Error ? e : new Error(String(e))));
+    // Checked only once the listeners are in place: a load that completes between a
+    // check made earlier and the listeners would otherwise be missed, and the wait
+    // would run to its timeout (seen in CI).
+    alreadyThere?.()
+      .then((yes) => {
+        if (yes) finish({ reached: phase });
+      })
+      .catch(() => undefined);
   });
 }
 
@@ -151,8 +160,8 @@ export async function waitForNavigation(p: Params, sessions: Sessions, signal: A
   const phase = phaseOf(p);
   const tab = await scopedTab(p, session, sessions);
   const tabId = tab.id as number;
-  // Already there: a loaded page has passed every phase up to load.
-  if (tab.status === 'complete' && phase !== 'networkidle') return { tab_id: tabId, reached: phase };
-  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined, false);
+  // Already there (contract §7.4): a loaded page has passed every phase up to load.
+  const loaded = async () => phase !== 'networkidle' && (await browser.tabs.get(tabId)).status === 'complete';
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined, false, loaded);
   return { tab_id: tabId, ...r };
 }
