@@ -229,6 +229,10 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     };
     let running: Arc<Mutex<Running>> = Arc::default();
     let closing = state.closing.clone();
+    // What every request's task needs, shared: one reference count per request
+    // rather than a copy of the principal's strings and of every handle in the state.
+    let caller = Arc::new((state, p));
+    let (state, p) = (&caller.0, &caller.1);
     // Set when the agent broke the WebSocket protocol: the code to close with.
     let mut violation = None;
     loop {
@@ -320,8 +324,7 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             continue;
         }
         let id = request.id.clone();
-        let (state, p, out, running_ref) =
-            (state.clone(), p.clone(), out_tx.clone(), running.clone());
+        let (caller, out, running_ref) = (caller.clone(), out_tx.clone(), running.clone());
         let answered = Arc::new(AtomicBool::new(false));
         let answered_by_task = answered.clone();
         // A `traceparent` in the params joins the agent's trace; it is not forwarded.
@@ -341,8 +344,9 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
         }
         let task = tokio::spawn(async move {
             let request_id = request.id.clone();
+            let (state, p) = &*caller;
             let result =
-                tracing::Instrument::instrument(handle(&state, &p, request, &out), span).await;
+                tracing::Instrument::instrument(handle(state, p, request, &out), span).await;
             if answered_by_task.swap(true, Ordering::SeqCst) {
                 return;
             }

@@ -25,17 +25,16 @@ pub fn new_api_token() -> String {
     format!("{API_TOKEN_PREFIX}{}", random_secret())
 }
 
-/// `n` random bytes as lowercase hex (ids, not secrets).
+/// `n` random bytes as lowercase hex (ids, not secrets). One per relayed call.
 pub fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     rand::rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// The stored form of a secret: SHA-256, lowercase hex.
 pub fn hash(secret: &str) -> String {
-    let digest = Sha256::digest(secret.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
 /// Constant-time equality of two hashes (or any two strings of secret material).
@@ -61,5 +60,14 @@ mod tests {
         assert!(ct_eq(&hash("x"), &hash("x")));
         assert!(!ct_eq(&hash("x"), &hash("y")));
         assert_eq!(random_hex(16).len(), 32);
+        assert!(
+            random_hex(16)
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
+        assert_eq!(
+            hash("x"),
+            "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::store::{DeviceRecord, NewDevice};
 /// The device id of a local extension: stable per extension id.
 pub fn local_device_id(extension_id: &str) -> String {
     let digest = Sha256::digest(format!("latchkey-local:{extension_id}").as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..16])
 }
 
 /// The device for a local connection (Origin already checked), or a refusal.

@@ -128,10 +128,14 @@ pub async fn extension_socket(
         ws.set_selected_protocol(echo);
     }
     let tracker = state.tasks.clone();
+    // One pointer waits in the upgrade task, not the connection's whole start.
+    let accepted = Box::new(crate::router::connection::Accepted {
+        state,
+        device,
+        peer: client,
+    });
     ws.on_upgrade(move |socket| {
-        tracker.track_future(crate::router::connection::run(
-            socket, state, device, client,
-        ))
+        tracker.track_future(crate::router::connection::run(socket, accepted))
     })
     .into_response()
 }

@@ -3,14 +3,14 @@
 //! cap on calls in flight. When the connection ends, every waiter is failed at once
 //! with the reason, and nothing more can be queued.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::extract::ws::Utf8Bytes;
 use latchkey_protocol::{ErrorBody, ErrorCode, Frame, RequestFrame, methods};
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::telemetry::metrics::OUTBOX_FRAMES;
@@ -81,8 +81,10 @@ pub const OUTBOX_CAPACITY: usize = 256;
 pub struct DeviceLink {
     pub device_id: String,
     pub tenant_id: String,
-    outbox: mpsc::Sender<String>,
     state: Mutex<LinkState>,
+    /// Wakes the connection task when frames are queued (a stored permit if it is
+    /// busy writing, so no frame waits for the next one).
+    queued: Notify,
     inflight: Arc<Semaphore>,
     closed: CancellationToken,
 }
@@ -90,27 +92,59 @@ pub struct DeviceLink {
 #[derive(Debug, Default)]
 struct LinkState {
     pending: HashMap<String, oneshot::Sender<Reply>>,
+    /// Frames for the socket, in order. A plain queue under the lock the pending
+    /// map already needs rather than a channel: an idle device's outbox allocates
+    /// nothing (a tokio channel holds a block of slots per device, idle or not), and
+    /// the connection task takes everything queued at once and writes it with one
+    /// flush.
+    outbox: VecDeque<String>,
     /// Set once: why the link closed.
     closed: Option<ErrorBody>,
 }
 
+impl LinkState {
+    /// Queue `text` unless the outbox is full.
+    fn enqueue(&mut self, text: String) -> bool {
+        if self.outbox.len() >= OUTBOX_CAPACITY {
+            return false;
+        }
+        self.outbox.push_back(text);
+        metrics::gauge!(OUTBOX_FRAMES).increment(1.0);
+        true
+    }
+}
+
 impl DeviceLink {
-    /// A link and the receiving end of its outbox (owned by the connection task).
-    pub fn new(
-        device_id: &str,
-        tenant_id: &str,
-        max_in_flight: usize,
-    ) -> (Arc<Self>, mpsc::Receiver<String>) {
-        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
-        let link = Arc::new(Self {
+    /// A link; its outbox is drained by the connection task through `next_frames`.
+    pub fn new(device_id: &str, tenant_id: &str, max_in_flight: usize) -> Arc<Self> {
+        Arc::new(Self {
             device_id: device_id.to_string(),
             tenant_id: tenant_id.to_string(),
-            outbox,
             state: Mutex::new(LinkState::default()),
+            queued: Notify::new(),
             inflight: Arc::new(Semaphore::new(max_in_flight)),
             closed: CancellationToken::new(),
-        });
-        (link, rx)
+        })
+    }
+
+    /// Wait for queued frames and take all of them, oldest first (for the one task
+    /// that writes the socket). Cancel-safe: a wake-up that arrives while this is
+    /// dropped is kept for the next call.
+    pub async fn next_frames(&self) -> VecDeque<String> {
+        loop {
+            self.queued.notified().await;
+            let frames = self.take_queued();
+            if !frames.is_empty() {
+                return frames;
+            }
+        }
+    }
+
+    /// Everything queued now, oldest first; the outbox is left empty.
+    pub fn take_queued(&self) -> VecDeque<String> {
+        let frames = std::mem::take(&mut self.state().outbox);
+        metrics::gauge!(OUTBOX_FRAMES).decrement(frames.len() as f64);
+        frames
     }
 
     fn state(&self) -> MutexGuard<'_, LinkState> {
@@ -133,23 +167,22 @@ impl DeviceLink {
         }
         // Enqueue while holding the lock, so `close` cannot slip between the check
         // and the send: after `close` returns, nothing new is queued.
-        match self.outbox.try_send(Frame::Request(request).to_text()) {
-            Ok(()) => {
-                metrics::gauge!(OUTBOX_FRAMES).increment(1.0);
-                state.pending.insert(id, tx);
-                Ok(rx)
-            }
-            Err(_) => Err(ErrorBody::new(
+        if !state.enqueue(Frame::Request(request).to_text()) {
+            return Err(ErrorBody::new(
                 ErrorCode::CapacityReached,
                 "the browser's outbox is full; retry shortly",
-            )),
+            ));
         }
+        state.pending.insert(id, tx);
+        drop(state);
+        self.queued.notify_one();
+        Ok(rx)
     }
 
     /// Ask the extension to abort a forwarded request (contract §5). Fire and forget:
     /// the ack is a response with an id nobody waits for, and is ignored.
     pub fn send_cancel(&self, rpc_id: &str) {
-        let state = self.state();
+        let mut state = self.state();
         if state.closed.is_some() {
             return;
         }
@@ -158,12 +191,9 @@ impl DeviceLink {
             methods::CANCEL,
             Some(json!({ "rpc_id": rpc_id })),
         );
-        if self
-            .outbox
-            .try_send(Frame::Request(request).to_text())
-            .is_ok()
-        {
-            metrics::gauge!(OUTBOX_FRAMES).increment(1.0);
+        if state.enqueue(Frame::Request(request).to_text()) {
+            drop(state);
+            self.queued.notify_one();
         }
     }
 
@@ -253,11 +283,11 @@ mod tests {
 
     #[tokio::test]
     async fn close_fails_waiters_and_refuses_new_requests() {
-        let (link, mut rx) = DeviceLink::new("d", "t", 8);
+        let link = DeviceLink::new("d", "t", 8);
         let waiter = link
             .forward(RequestFrame::new("a", "tool.x", None))
             .expect("forward");
-        assert!(rx.recv().await.is_some());
+        assert_eq!(link.next_frames().await.len(), 1);
         link.close(ErrorBody::new(ErrorCode::DeviceRevoked, "revoked"));
         let reply = waiter.await.expect("answered");
         assert_eq!(
@@ -269,7 +299,7 @@ mod tests {
             refused.map(|_| ()).map_err(|e| e.code),
             Err(ErrorCode::DeviceRevoked)
         );
-        assert!(rx.try_recv().is_err(), "nothing queued after close");
+        assert!(link.take_queued().is_empty(), "nothing queued after close");
     }
 
     #[test]
@@ -288,8 +318,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn frames_queued_meanwhile_are_taken_at_once_in_order_up_to_the_capacity() {
+        let link = DeviceLink::new("d", "t", OUTBOX_CAPACITY + 1);
+        let mut waiters = Vec::new();
+        for n in 0..OUTBOX_CAPACITY {
+            waiters.push(
+                link.forward(RequestFrame::new(n.to_string(), "tool.x", None))
+                    .expect("queued"),
+            );
+        }
+        let full = link.forward(RequestFrame::new("over", "tool.x", None));
+        assert_eq!(
+            full.map(|_| ()).map_err(|e| e.code),
+            Err(ErrorCode::CapacityReached)
+        );
+        let frames = link.next_frames().await;
+        let ids: Vec<String> = frames
+            .iter()
+            .map(|f| match Frame::parse(f) {
+                Ok(Frame::Request(r)) => r.id,
+                other => panic!("not a request: {other:?}"),
+            })
+            .collect();
+        let expected: Vec<String> = (0..OUTBOX_CAPACITY).map(|n| n.to_string()).collect();
+        assert_eq!(ids, expected);
+        // The refused request left nothing behind, and the drained outbox has room.
+        assert!(link.take_queued().is_empty());
+        link.send_cancel("0");
+        let cancel = link.next_frames().await;
+        assert_eq!(cancel.len(), 1);
+        assert!(cancel[0].contains(r#""rpc_id":"0""#), "{}", cancel[0]);
+    }
+
+    #[tokio::test]
     async fn answers_reach_their_waiter_only() {
-        let (link, _rx) = DeviceLink::new("d", "t", 8);
+        let link = DeviceLink::new("d", "t", 8);
         let a = link
             .forward(RequestFrame::new("a", "tool.x", None))
             .expect("a");

@@ -315,7 +315,7 @@ mod tests {
     #[test]
     fn capacity_counts_handshaken_devices_and_a_replacement_keeps_its_slot() {
         let r = DeviceRegistry::default();
-        let link = |id: &str| DeviceLink::new(id, "t", 1).0;
+        let link = |id: &str| DeviceLink::new(id, "t", 1);
         let a = r.register("a", "t", 0);
         assert!(r.admits("b", 1), "an unhandshaken socket holds no slot");
         assert_eq!(r.attach_link("a", a.generation, link("a"), 1), Ok(()));
