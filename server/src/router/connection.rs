@@ -40,9 +40,9 @@ pub struct Accepted {
 
 /// Run a device connection to its end.
 ///
-/// Not an `async fn`, on purpose: an idle device's memory is mostly its task, and a
-/// task's future keeps an async fn's arguments in a slot of their own for its whole
-/// life, beside every copy moved out of them (rustc does not overlap a coroutine's
+/// Not an `async fn`, on purpose: an idle device's task is a large part of its
+/// memory, and a task's future keeps an async fn's arguments in a slot of their own
+/// for its whole life, beside every copy moved out of them (rustc does not overlap a coroutine's
 /// captured arguments with its locals). Here the connection is moved to the heap
 /// once, before the future exists, and the future holds a pointer to it. Measured
 /// in a release build (docs/benchmarks.md): `run` as an async fn made a 3,888-byte
