@@ -1,0 +1,247 @@
+//! A device connection once it is online: frames both ways, liveness, expiry and
+//! close signals, and the device's events.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, Utf8Bytes};
+use latchkey_protocol::agent::SessionEvent;
+use latchkey_protocol::{CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
+use tokio::time::{Instant, interval, sleep};
+use tracing::{debug, info, warn};
+
+use super::Connection;
+use crate::router::ending::{End, close_signal, read_failed};
+use crate::router::link::{DeviceLink, RawResult};
+use crate::router::sessions::{Abort, end_session};
+use crate::telemetry::metrics as telemetry;
+
+impl Connection {
+    /// After the handshake: frames, liveness, expiry and close signals.
+    pub(super) async fn serve(&mut self) -> End {
+        let limits = self.limits().clone();
+        let mut close_rx = self.registration.close.clone();
+        let mut clock_rx = self.state.clock.changed();
+        let mut reaper = interval(Duration::from_millis(limits.reaper_interval_ms));
+        reaper.reset();
+        // Grants are re-read by the node's sweep (router::grant_sweep), which closes
+        // this socket through the registry; here only the expiry is timed.
+        let mut heartbeat_seen = false;
+        let mut store_failing_since: Option<Instant> = None;
+        let shutdown = self.state.closing.clone();
+        let Some(link) = self.link.take() else {
+            return End::close(CloseCode::InternalError, "no link after handshake");
+        };
+        // Armed once and re-armed only when the grant or the clock changes, so the
+        // per-frame path creates no timers.
+        let expiry = sleep(self.state.clock.until(self.device.expires_at));
+        tokio::pin!(expiry);
+        let end = loop {
+            tokio::select! {
+                frames = link.next_frames() => {
+                    // Nothing more goes out once the link is closed (revocation).
+                    if link.is_closed() {
+                        frames.iter().for_each(|_| telemetry::frame_dropped("link_closed"));
+                        continue;
+                    }
+                    if let Err(end) = self.send_batch(frames).await {
+                        break end;
+                    }
+                }
+                code = close_signal(&mut close_rx) => break End::close(code, "closed by server"),
+                _ = shutdown.cancelled() => break End::close(CloseCode::GoingAway, "shutdown"),
+                msg = self.socket.recv() => {
+                    let msg = match msg {
+                        None => break End::gone("peer went away"),
+                        Some(Err(e)) => break read_failed(&e),
+                        Some(Ok(m)) => m,
+                    };
+                    self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
+                    match msg {
+                        Message::Text(text) => {
+                            telemetry::frame("in", "device", text.len());
+                            if let Err(end) = self.on_text(&text, &link, &mut heartbeat_seen).await {
+                                break end;
+                            }
+                        }
+                        Message::Close(_) => break End::peer_closed("peer closed"),
+                        // Binary is ignored (§1.1); Ping is answered by the WebSocket layer.
+                        Message::Binary(_) => telemetry::frame_dropped("binary"),
+                        Message::Ping(_) | Message::Pong(_) => {}
+                    }
+                }
+                _ = reaper.tick() => {
+                    let silent = self.state.clock.now_ms()
+                        - self.registration.state.last_seen_ms.load(Ordering::Relaxed);
+                    let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                    if heartbeat_seen && silent >= ms(limits.liveness_timeout_ms) {
+                        break End::close(CloseCode::IdleTimeout, "silent too long");
+                    }
+                    // Not even a Pong: the peer is gone without a FIN.
+                    if silent >= ms(limits.silent_peer_timeout_ms) {
+                        break End::close(CloseCode::IdleTimeout, "no answer to pings");
+                    }
+                    if silent >= ms(limits.ping_after_ms)
+                        && let Err(end) = self.send_message(Message::Ping(Default::default())).await
+                    {
+                        break end;
+                    }
+                }
+                _ = &mut expiry => {
+                    // The grant may have been renewed since we last read it.
+                    if let Some(end) = Box::pin(self.recheck_grant(&mut store_failing_since, &limits)).await {
+                        break end;
+                    }
+                    if self.device.expires_at <= self.state.clock.now_ms() {
+                        break End::close(CloseCode::Expired, "grant expired");
+                    }
+                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
+                }
+                _ = clock_rx.changed() => {
+                    expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
+                }
+            }
+        };
+        // Frames still queued will never be written.
+        for _ in link.take_queued() {
+            telemetry::frame_dropped("link_closed");
+        }
+        self.link = Some(link);
+        end
+    }
+
+    async fn on_text(
+        &mut self,
+        frame: &Utf8Bytes,
+        link: &DeviceLink,
+        heartbeat_seen: &mut bool,
+    ) -> Result<(), End> {
+        let text = frame.as_str();
+        // Most frames are answers to tool calls: relay their result untouched, as a
+        // slice of this frame.
+        if let Some((id, result)) = Frame::parse_success_raw(text) {
+            let result = RawResult::slice_of(frame, result)
+                .unwrap_or_else(|| RawResult::Owned(result.to_owned()));
+            if !link.complete(&id, Ok(result)) {
+                telemetry::frame_dropped("unknown_id");
+            }
+            return Ok(());
+        }
+        match Frame::parse(text) {
+            // Non-JSON and undecodable frames are dropped without a reply (§1.1).
+            Err(e) => {
+                telemetry::frame_dropped("undecodable");
+                debug!(reason = e.code(), "undecodable frame dropped");
+            }
+            Ok(Frame::Event(event)) => match event.event.as_str() {
+                methods::EVENT_HEARTBEAT => *heartbeat_seen = true,
+                methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
+                    self.on_session_event(&event.event, &event.payload);
+                }
+                other => {
+                    crate::failpoint::panic_on_event(other);
+                    debug!(event = %other, "unknown event ignored");
+                }
+            },
+            Ok(Frame::Request(request)) => {
+                // Extensions may send newer requests (e.g. `audit.request`): answer, never drop.
+                let error = ErrorBody::new(
+                    ErrorCode::UnknownMethod,
+                    format!("{} not implemented in gateway", request.method),
+                );
+                // Boxed: rare, and it would otherwise size every frame's future.
+                Box::pin(self.send_frame(Frame::Error(ErrorFrame {
+                    id: request.id,
+                    error,
+                })))
+                .await?;
+            }
+            Ok(Frame::Success(r)) => {
+                if !link.complete(&r.id, Ok(crate::router::link::raw(&r.result))) {
+                    telemetry::frame_dropped("unknown_id");
+                }
+            }
+            Ok(Frame::Error(r)) => {
+                if !link.complete(&r.id, Err(r.error)) {
+                    telemetry::frame_dropped("unknown_id");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `session.window_closed` and `session.user_interrupt` (contract §6.3), for
+    /// sessions of this device only; others are ignored.
+    fn on_session_event(&self, event: &str, payload: &serde_json::Value) {
+        let Some(session_id) = payload.get("session_id").and_then(|v| v.as_str()) else {
+            return;
+        };
+        let Some(session) = self
+            .state
+            .sessions
+            .get_on_device(&self.device.id, session_id)
+        else {
+            debug!(
+                event,
+                "event for a session this device does not own ignored"
+            );
+            return;
+        };
+        if event == methods::EVENT_WINDOW_CLOSED {
+            // Already gone in the extension: drop it without `tool.session_stop`.
+            self.state.sessions.remove(&session.id);
+            session.emit(SessionEvent::WindowClosed {
+                session_id: session.id.clone(),
+            });
+            end_session(&session, "window_closed", Abort::SessionEnding);
+        } else {
+            session.abort(Abort::UserInterrupt);
+            session.arm_marker();
+            session.emit(SessionEvent::UserInterrupt {
+                session_id: session.id.clone(),
+            });
+        }
+        info!(session = %session.id, event, "session event");
+    }
+
+    /// Re-read the grant. Revoked or expired closes; an unreadable store closes only
+    /// after `store_failure_grace_ms` of consecutive failures (fail closed).
+    async fn recheck_grant(
+        &mut self,
+        failing_since: &mut Option<Instant>,
+        limits: &crate::config::Limits,
+    ) -> Option<End> {
+        match self
+            .state
+            .store
+            .device(&self.device.tenant_id, &self.device.id)
+            .await
+        {
+            Ok(Some(d)) => {
+                *failing_since = None;
+                let now = self.state.clock.now_ms();
+                if d.revoked_at.is_some() {
+                    return Some(End::close(CloseCode::Revoked, "revoked"));
+                }
+                if d.expires_at <= now {
+                    return Some(End::close(CloseCode::Expired, "grant expired"));
+                }
+                self.device = d;
+                None
+            }
+            Ok(None) => Some(End::close(CloseCode::Revoked, "device gone")),
+            Err(e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                warn!(error = %e, "grant re-check failed");
+                if since.elapsed() >= Duration::from_millis(limits.store_failure_grace_ms) {
+                    Some(End::close(
+                        CloseCode::Unauthorized,
+                        "store unreadable: failing closed",
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}

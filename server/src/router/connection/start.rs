@@ -1,0 +1,172 @@
+//! A device connection's start: the grant re-checked after the upgrade, the
+//! handshake read and judged (contract §3), and everything the answer implies put
+//! in place before it is written.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::extract::ws::Message;
+use latchkey_protocol::handshake::HandshakeParams;
+use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame};
+use tokio::time::timeout;
+use tracing::{debug, info, info_span, warn};
+
+use super::Connection;
+use crate::audit::{self, Event, Priority, action};
+use crate::router::ending::{End, close_signal, read_failed};
+use crate::router::handshake;
+use crate::router::link::DeviceLink;
+use crate::router::registry::AttachError;
+use crate::telemetry::metrics as telemetry;
+
+impl Connection {
+    /// Everything up to the handshake's answer and the connect audit event.
+    pub(super) async fn start(&mut self) -> Result<(), End> {
+        if let Some(code) = self.pending_close() {
+            return Err(End::close(code, "closed before start"));
+        }
+        // Re-check the grant after the upgrade (contract §2.4).
+        match self
+            .state
+            .store
+            .device(&self.device.tenant_id, &self.device.id)
+            .await
+        {
+            Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => self.device = d,
+            Ok(_) => {
+                return Err(End::close(
+                    CloseCode::Unauthorized,
+                    "grant gone after upgrade",
+                ));
+            }
+            Err(e) => {
+                warn!(error = %e, "grant re-check failed after upgrade");
+                return Err(End::close(
+                    CloseCode::Unauthorized,
+                    "store unavailable at upgrade",
+                ));
+            }
+        }
+        let handshake_timeout = Duration::from_millis(self.limits().handshake_timeout_ms);
+        let mut close_rx = self.registration.close.clone();
+        let shutdown = self.state.closing.clone();
+        let handshake = tokio::select! {
+            r = tracing::Instrument::instrument(timeout(handshake_timeout, self.read_handshake()), info_span!("handshake")) => match r {
+                Err(_) => return Err(End::close(CloseCode::PolicyViolation, "handshake timeout")),
+                Ok(r) => r,
+            },
+            code = close_signal(&mut close_rx) => return Err(End::close(code, "closed during handshake")),
+            _ = shutdown.cancelled() => return Err(End::close(CloseCode::GoingAway, "shutdown")),
+        };
+        let (id, params) = handshake?;
+        let result = handshake::result();
+        // Everything the device's answer implies is in place before the answer: its
+        // browser is recorded and it is routable. Calls routed now wait in the
+        // outbox, which is written only after the handshake result.
+        let now = self.state.clock.now_ms();
+        let browser = (
+            params.browser.name.as_str(),
+            params.browser.version.as_str(),
+        );
+        if let Err(e) = self
+            .state
+            .audit
+            .device_seen(
+                Priority::Urgent,
+                &self.device.tenant_id,
+                &self.device.id,
+                now,
+                Some(browser),
+            )
+            .await
+        {
+            debug!(error = %e, "browser info not recorded");
+        }
+        // A new socket is a new extension control plane: sessions bound to this
+        // device from an older socket are gone (contract §3.3).
+        self.state
+            .sessions
+            .purge_device(&self.device.id, "browser reconnected");
+        let link = DeviceLink::new(
+            &self.device.id,
+            &self.device.tenant_id,
+            self.limits().max_calls_in_flight_per_device,
+        );
+        match self.state.registry.attach_link(
+            &self.device.id,
+            self.registration.generation,
+            link.clone(),
+            self.limits().max_online_devices,
+        ) {
+            Ok(()) => {}
+            Err(AttachError::Replaced) => {
+                return Err(End::close(CloseCode::Replaced, "replaced during handshake"));
+            }
+            Err(AttachError::AtCapacity) => {
+                telemetry::refused("connection_capacity_reached");
+                return Err(End::close(
+                    CloseCode::TryAgainLater,
+                    "node at device capacity",
+                ));
+            }
+        }
+        self.link = Some(link);
+        self.registration
+            .state
+            .online
+            .store(true, Ordering::Relaxed);
+        self.handshaken = true;
+        metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
+        self.send_frame(Frame::Success(SuccessFrame { id, result }))
+            .await?;
+        info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
+        self.state
+            .audit
+            .record_with(
+                Priority::Background,
+                Event {
+                    tenant_id: &self.device.tenant_id,
+                    actor: audit::device_ref(&self.device.id),
+                    action: action::DEVICE_CONNECT,
+                    target: audit::device_ref(&self.device.id),
+                    outcome: "ok",
+                    detail: Some(format!(
+                        "from {} extension {} protocol {} browser {}",
+                        self.peer, params.version, params.protocol_version, params.browser.name
+                    )),
+                },
+            )
+            .await;
+        Ok(())
+    }
+
+    /// Wait for the first frame and judge it (contract §3.1).
+    async fn read_handshake(&mut self) -> Result<(String, HandshakeParams), End> {
+        loop {
+            let msg = match self.socket.recv().await {
+                None => return Err(End::gone("closed before handshake")),
+                Some(Err(e)) => return Err(read_failed(&e)),
+                Some(Ok(m)) => m,
+            };
+            let text = match msg {
+                Message::Text(t) => t,
+                Message::Ping(_) | Message::Pong(_) => continue,
+                Message::Close(_) => return Err(End::peer_closed("closed before handshake")),
+                Message::Binary(_) => {
+                    return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));
+                }
+            };
+            return match handshake::judge(text.as_str()) {
+                Ok(accepted) => Ok(accepted),
+                Err(refused) => {
+                    if let Some((id, error)) = refused.reply {
+                        let _ = self
+                            .send_frame(Frame::Error(ErrorFrame { id, error }))
+                            .await;
+                    }
+                    Err(End::close(CloseCode::PolicyViolation, refused.why))
+                }
+            };
+        }
+    }
+}
