@@ -12,7 +12,7 @@ use futures_util::SinkExt;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use latchkey_protocol::Frame;
 use latchkey_testkit::{ExtensionSocket, FakeExtension};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -70,6 +70,16 @@ pub fn source_addr(i: usize) -> std::net::IpAddr {
 
 /// Attempts per (re)connection before a device gives up.
 const MAX_ATTEMPTS: u32 = 40;
+
+/// Devices of one fleet dialling at once (TCP, TLS, upgrade and handshake). Ten
+/// thousand real devices are ten thousand machines, each sending its ClientHello
+/// the moment its connection is up; ten thousand dials from this one process,
+/// sharing two cores with the server, left sockets the kernel had connected
+/// silent for over a second while the generator worked through the rest, and a
+/// server cannot tell such a socket from a silent flood (load-tests/notes.md). The
+/// gate keeps the generator's own dials prompt; the server still has far more
+/// connections waiting than it takes into setup at once (64).
+const DIALS_IN_FLIGHT: usize = 512;
 
 pub struct Fleet {
     control: watch::Sender<Control>,
@@ -129,6 +139,7 @@ impl Fleet {
         let payload: Arc<str> = "x".repeat(behaviour.result_bytes).into();
         let size = extensions.len();
         let mut tasks = JoinSet::new();
+        let dials = Arc::new(Semaphore::new(DIALS_IN_FLIGHT));
         for (index, ext) in extensions.into_iter().enumerate() {
             let device = Device {
                 index,
@@ -139,6 +150,7 @@ impl Fleet {
                 reports: report_tx.clone(),
                 online: online.clone(),
                 heartbeats: heartbeats.clone(),
+                dials: dials.clone(),
             };
             tasks.spawn(device.run());
         }
@@ -262,6 +274,8 @@ struct Device {
     reports: mpsc::UnboundedSender<Report>,
     online: Arc<AtomicUsize>,
     heartbeats: Arc<AtomicU64>,
+    /// Held from the dial until the device is online or the attempt failed.
+    dials: Arc<Semaphore>,
 }
 
 /// Why a served socket stopped being served.
@@ -306,6 +320,10 @@ impl Device {
                 return None;
             }
             let backoff = Duration::from_millis(100 << attempt.min(5));
+            let Ok(permit) = self.dials.clone().acquire_owned().await else {
+                return None;
+            };
+            let mut dialling = Some(permit);
             // The relay speaks no subprotocol; latchkeyd gets the real extension's offer.
             let attempt = if self.behaviour.handshake {
                 self.ext.connect().await
@@ -328,6 +346,7 @@ impl Device {
                     }
                 }
                 Ok(Err(answer)) => {
+                    dialling = None;
                     let retry_after = answer
                         .headers
                         .get("retry-after")
@@ -346,6 +365,7 @@ impl Device {
                     let _ = self.reports.send(Report::Failed(format!("connect: {e:#}")));
                 }
             }
+            drop(dialling);
             tokio::time::sleep(backoff).await;
         }
         None

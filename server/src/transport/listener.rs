@@ -73,7 +73,7 @@ pub async fn accept_loop(
         // A place in setup for this connection. At the cap this waits, and the
         // connections behind it wait in the backlog.
         let slot = tokio::select! {
-            slot = slots.admit() => slot,
+            slot = slots.admit(super::setup::probe(&stream)) => slot,
             _ = shutdown.cancelled() => break,
         };
         let stream = slot.watch(stream);
@@ -119,14 +119,15 @@ pub async fn accept_loop(
     }
 }
 
-/// How long a connection that has sent nothing may sit in setup before a newer one
-/// may push it out at the cap: a real client speaks within a round trip.
+/// How long a connection that has sent nothing may keep the server waiting before a
+/// newer one may push it out at the cap: a real client speaks within a round trip.
 fn silent_after(setup_timeout: Duration) -> Duration {
     (setup_timeout / 5).min(Duration::from_secs(1))
 }
 
-/// How long a connection that is sending may stay in setup before a newer one may
-/// push it out at the cap: long enough for a real handshake on a loaded node.
+/// How long in all a connection that is sending may keep the server waiting for its
+/// bytes before a newer one may push it out at the cap: far more than a real
+/// handshake's round trips.
 fn evict_after(setup_timeout: Duration) -> Duration {
     setup_timeout / 2
 }

@@ -4,15 +4,22 @@
 //! At the cap, the accept loop stops accepting (new connections wait in the
 //! kernel's backlog) until a connection finishes setup, or until one of those in
 //! setup may be pushed out to admit the next:
-//! - one that has sent nothing at all for `silent_after` (a real client sends its
-//!   ClientHello or request line within a round trip), the oldest such first;
-//! - failing that, the oldest once it has been in setup for `evict_after` (a client
-//!   that dribbles bytes).
+//! - one that has sent nothing at all after waiting `silent_after` for its first
+//!   bytes (a real client sends its ClientHello or request line within a round
+//!   trip), the oldest such first;
+//! - failing that, the oldest one that has kept the server waiting for its bytes
+//!   for `evict_after` in all (a client that dribbles).
 //!
-//! So a burst of real clients is slowed, never refused (under a reconnect storm the
-//! handshakes in setup are all progressing and none is pushed out early), while
-//! connections that never speak, or speak too slowly, cannot lock the listener.
-//! Every connection is also bounded by the setup timeout.
+//! Only time spent waiting on the peer counts: the clock runs while the
+//! connection's last read found nothing to read, and stops while its bytes are
+//! being handled. And a connection is never pushed out while bytes it sent wait
+//! unread in its socket (the kernel is asked, through a duplicate of the socket
+//! held only while the connection is in setup). So on a node too busy to keep up
+//! (a reconnect storm on a loaded machine), a connection whose task has not been
+//! polled yet, or whose handshake is queued behind others, is never taken for a
+//! silent or slow one: a burst of real clients is slowed, never refused. Connections that never
+//! speak, or speak too slowly, cannot lock the listener, and every connection is
+//! also bounded by the setup timeout, whoever's fault the delay is.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -31,13 +38,127 @@ pub const DEFAULT_MAX_IN_SETUP: usize = 64;
 /// How often the "setup cap reached" warning may be logged.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
+/// A connection's progress through setup, written by its stream and read by the
+/// admission side. Times are milliseconds since admission.
+#[derive(Debug)]
+struct Progress {
+    admitted: Instant,
+    /// Set when the connection's first bytes arrived.
+    spoke: AtomicBool,
+    /// When the current wait for the peer's bytes began (+1), or 0 while the
+    /// connection is not waiting on its peer.
+    waiting_since: AtomicU64,
+    /// Waits for the peer that are over, in all.
+    waited: AtomicU64,
+    /// Setup is over: the stream stops keeping time.
+    over: AtomicBool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            admitted: Instant::now(),
+            spoke: AtomicBool::new(false),
+            waiting_since: AtomicU64::new(0),
+            waited: AtomicU64::new(0),
+            over: AtomicBool::new(false),
+        }
+    }
+
+    fn ms_at(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.admitted).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The last read found nothing: the peer has the ball.
+    fn wait_began(&self) {
+        if self.waiting_since.load(Ordering::Relaxed) == 0 {
+            let now = self.ms_at(Instant::now());
+            self.waiting_since.store(now + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// A read returned (bytes, end of stream or an error): the server has the ball.
+    fn wait_ended(&self) {
+        let since = self.waiting_since.swap(0, Ordering::Relaxed);
+        if since != 0 {
+            let now = self.ms_at(Instant::now());
+            self.waited
+                .fetch_add(now.saturating_sub(since - 1), Ordering::Relaxed);
+        }
+    }
+
+    /// Time spent waiting on the peer so far, the current wait included.
+    fn waited_at(&self, now: Instant) -> Duration {
+        let since = self.waiting_since.load(Ordering::Relaxed);
+        let current = if since == 0 {
+            0
+        } else {
+            self.ms_at(now).saturating_sub(since - 1)
+        };
+        Duration::from_millis(self.waited.load(Ordering::Relaxed).saturating_add(current))
+    }
+}
+
+/// Why a connection in setup may be pushed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Nothing sent yet.
+    Silent,
+    /// Sending, too slowly.
+    Slow,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Silent => "silent",
+            Kind::Slow => "slow",
+        }
+    }
+}
+
 /// One connection in setup, as the admission side sees it.
 #[derive(Debug)]
 struct Entry {
-    since: Instant,
     evict: CancellationToken,
-    /// Set when the connection's first bytes arrived.
-    progressed: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+    /// A duplicate of the connection's socket, to ask the kernel whether bytes
+    /// wait unread. Closed when the entry leaves (setup over, or pushed out), so it
+    /// never outlives setup nor delays the socket's close.
+    probe: Option<Probe>,
+}
+
+impl Entry {
+    /// Bytes the peer sent wait in the socket for the server: whatever the clock
+    /// says, the delay is the server's.
+    fn bytes_waiting(&self) -> bool {
+        let mut byte = [0u8; 1];
+        self.probe
+            .as_ref()
+            .is_some_and(|p| matches!(p.peek(&mut byte), Ok(n) if n > 0))
+    }
+}
+
+/// A duplicate of an accepted socket that can be peeked without disturbing it
+/// (nonblocking, like the original: they share the open file).
+pub type Probe = std::net::TcpStream;
+
+/// A [`Probe`] for `stream`, if the socket can be duplicated here.
+pub fn probe(stream: &tokio::net::TcpStream) -> Option<Probe> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        stream
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(std::net::TcpStream::from)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = stream;
+        None
+    }
 }
 
 #[derive(Debug)]
@@ -51,6 +172,23 @@ struct Inner {
     freed: Notify,
     next_id: AtomicU64,
     last_warning: Mutex<Option<Instant>>,
+}
+
+impl Inner {
+    /// What kind of push-out a connection is due for now, and how long until it
+    /// could be due otherwise (a lower bound: its clock runs only while it waits).
+    fn judge(&self, progress: &Progress, now: Instant) -> Result<Kind, Duration> {
+        let (kind, limit) = if progress.spoke.load(Ordering::Relaxed) {
+            (Kind::Slow, self.evict_after)
+        } else {
+            (Kind::Silent, self.silent_after)
+        };
+        let waited = progress.waited_at(now);
+        match limit.checked_sub(waited) {
+            Some(left) if !left.is_zero() => Err(left),
+            _ => Ok(kind),
+        }
+    }
 }
 
 /// The set of connections in setup, shared by the accept loop and its tasks.
@@ -69,7 +207,7 @@ pub struct SetupSlot {
     pub evicted: CancellationToken,
     /// Fires when setup is over for this connection.
     pub finished: CancellationToken,
-    progressed: Arc<AtomicBool>,
+    progress: Arc<Progress>,
 }
 
 impl SetupSlots {
@@ -89,7 +227,8 @@ impl SetupSlots {
 
     /// Wait for a place for the next connection: a free one, or one taken from a
     /// connection that may be pushed out (see the module docs; it is dropped).
-    pub async fn admit(&self) -> SetupSlot {
+    /// `probe` is the new connection's, if it has one.
+    pub async fn admit(&self, probe: Option<Probe>) -> SetupSlot {
         loop {
             let freed = self.inner.freed.notified();
             tokio::pin!(freed);
@@ -98,36 +237,36 @@ impl SetupSlots {
                 let mut live = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
                 if live.len() < self.inner.cap {
                     drop(live);
-                    return self.insert();
+                    return self.insert(probe);
                 }
                 let now = Instant::now();
-                let limit = |e: &Entry| {
-                    if e.progressed.load(Ordering::Relaxed) {
-                        self.inner.evict_after
-                    } else {
-                        self.inner.silent_after
+                // Silent ones first, the oldest of them; then the oldest slow one.
+                let mut victim: Option<(u64, Kind)> = None;
+                // Clocks start and stop unseen here: look again within a quarter
+                // of the silent limit even when none is close to its limit.
+                let mut wait = self.inner.silent_after / 4;
+                for (id, entry) in live.iter() {
+                    match self.inner.judge(&entry.progress, now) {
+                        // Behind on this one: look again soon.
+                        Ok(_) if entry.bytes_waiting() => {}
+                        Ok(Kind::Silent) => {
+                            victim = Some((*id, Kind::Silent));
+                            break;
+                        }
+                        Ok(Kind::Slow) => {
+                            victim = victim.or(Some((*id, Kind::Slow)));
+                        }
+                        Err(left) => wait = wait.min(left),
                     }
-                };
-                let due = |e: &Entry| now.saturating_duration_since(e.since) >= limit(e);
-                // Silent ones first, the oldest of them; then the oldest of all.
-                let victim = live
-                    .iter()
-                    .find(|(_, e)| !e.progressed.load(Ordering::Relaxed) && due(e))
-                    .or_else(|| live.iter().next().filter(|(_, e)| due(e)))
-                    .map(|(id, _)| *id);
-                match victim.and_then(|id| live.remove(&id)) {
-                    Some(pushed_out) => {
+                }
+                match victim.and_then(|(id, kind)| Some((live.remove(&id)?, kind))) {
+                    Some((pushed_out, kind)) => {
                         pushed_out.evict.cancel();
                         drop(live);
-                        metrics::counter!(crate::telemetry::metrics::SETUP_EVICTIONS).increment(1);
-                        self.warn_rate_limited();
-                        return self.insert();
+                        self.pushed_out(&pushed_out.progress, kind, now);
+                        return self.insert(probe);
                     }
-                    None => live
-                        .values()
-                        .map(|e| (e.since + limit(e)).saturating_duration_since(now))
-                        .min()
-                        .unwrap_or(self.inner.silent_after),
+                    None => wait,
                 }
             };
             tokio::select! {
@@ -137,10 +276,10 @@ impl SetupSlots {
         }
     }
 
-    fn insert(&self) -> SetupSlot {
+    fn insert(&self, probe: Option<Probe>) -> SetupSlot {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
-        let progressed = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Progress::new());
         self.inner
             .live
             .lock()
@@ -148,9 +287,9 @@ impl SetupSlots {
             .insert(
                 id,
                 Entry {
-                    since: Instant::now(),
                     evict: evicted.clone(),
-                    progressed: progressed.clone(),
+                    progress: progress.clone(),
+                    probe,
                 },
             );
         SetupSlot {
@@ -158,7 +297,7 @@ impl SetupSlots {
             id,
             evicted,
             finished: CancellationToken::new(),
-            progressed,
+            progress,
         }
     }
 
@@ -187,8 +326,17 @@ impl SetupSlots {
         }
     }
 
-    /// At most one warning a minute, however hard the listener is flooded.
-    fn warn_rate_limited(&self) {
+    /// Count a push-out by kind, say at debug level what it had done, and warn at
+    /// most once a minute however hard the listener is flooded.
+    fn pushed_out(&self, progress: &Progress, kind: Kind, now: Instant) {
+        metrics::counter!(crate::telemetry::metrics::SETUP_EVICTIONS, "kind" => kind.label())
+            .increment(1);
+        tracing::debug!(
+            kind = kind.label(),
+            in_setup_ms = progress.ms_at(now),
+            waited_on_peer_ms = progress.waited_at(now).as_millis(),
+            "connection pushed out at the setup cap"
+        );
         let due = {
             let mut last = self
                 .inner
@@ -204,25 +352,26 @@ impl SetupSlots {
         if due {
             tracing::warn!(
                 cap = self.inner.cap,
-                "connections in TLS/HTTP setup at the cap: dropping the oldest (logged at most once a minute)"
+                "connections in TLS/HTTP setup at the cap: pushing out those that keep it waiting (logged at most once a minute)"
             );
         }
     }
 }
 
 impl SetupSlot {
-    /// `io`, marking this connection as progressing once its first bytes arrive.
-    pub fn watch<S>(&self, io: S) -> FirstBytes<S> {
-        FirstBytes {
+    /// `io`, keeping the time this connection spends waiting for its peer's bytes
+    /// until setup is over.
+    pub fn watch<S>(&self, io: S) -> PeerClock<S> {
+        PeerClock {
             io,
-            seen: self.progressed.clone(),
-            marked: false,
+            progress: Some(self.progress.clone()),
         }
     }
 
     /// Setup is over (the first request's headers arrived): free the place.
     pub fn done(&self) {
         if !self.finished.is_cancelled() {
+            self.progress.over.store(true, Ordering::Relaxed);
             self.finished.cancel();
             self.slots.release(self.id);
         }
@@ -235,16 +384,16 @@ impl Drop for SetupSlot {
     }
 }
 
-/// A connection's stream that records when its first bytes arrive (after that,
-/// one branch per read).
+/// A connection's stream that keeps the time its peer keeps it waiting during
+/// setup (after that, one branch per read).
 #[derive(Debug)]
-pub struct FirstBytes<S> {
+pub struct PeerClock<S> {
     io: S,
-    seen: Arc<AtomicBool>,
-    marked: bool,
+    /// `None` once setup is over.
+    progress: Option<Arc<Progress>>,
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
+impl<S: AsyncRead + Unpin> AsyncRead for PeerClock<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -252,15 +401,23 @@ impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if !self.marked && buf.filled().len() > before {
-            self.marked = true;
-            self.seen.store(true, Ordering::Relaxed);
+        if let Some(progress) = &self.progress {
+            if progress.over.load(Ordering::Relaxed) {
+                self.progress = None;
+            } else if polled.is_pending() {
+                progress.wait_began();
+            } else {
+                progress.wait_ended();
+                if buf.filled().len() > before {
+                    progress.spoke.store(true, Ordering::Relaxed);
+                }
+            }
         }
         polled
     }
 }
 
-super::writes_pass_through!(FirstBytes);
+super::writes_pass_through!(PeerClock);
 
 #[cfg(test)]
 mod tests {
@@ -272,55 +429,147 @@ mod tests {
     #[tokio::test]
     async fn a_freed_place_is_taken_and_nobody_is_pushed_out() {
         let slots = SetupSlots::new(2, SILENT, SLOW);
-        let a = slots.admit().await;
-        let b = slots.admit().await;
+        let a = slots.admit(None).await;
+        let b = slots.admit(None).await;
         let freed_later = async {
             tokio::task::yield_now().await;
             b.done();
         };
-        let (_c, ()) = tokio::join!(slots.admit(), freed_later);
+        let (_c, ()) = tokio::join!(slots.admit(None), freed_later);
         assert!(!a.evicted.is_cancelled());
         assert_eq!(slots.len(), 2);
     }
 
     #[tokio::test]
-    async fn the_silent_go_first_and_the_progressing_only_when_slow() {
+    async fn the_silent_go_first_and_the_talking_only_when_slow() {
         let slots = SetupSlots::new(2, SILENT, SLOW);
-        let talking = slots.admit().await;
-        talking.progressed.store(true, Ordering::Relaxed);
-        let silent = slots.admit().await;
+        let talking = slots.admit(None).await;
+        talking.progress.spoke.store(true, Ordering::Relaxed);
+        talking.progress.wait_began();
+        let silent = slots.admit(None).await;
+        silent.progress.wait_began();
         let started = Instant::now();
-        let third = slots.admit().await;
+        let third = slots.admit(None).await;
         assert!(silent.evicted.is_cancelled(), "the silent one goes first");
         assert!(
             !talking.evicted.is_cancelled(),
             "though the talking one is older"
         );
         assert!(started.elapsed() + Duration::from_millis(1) >= SILENT - Duration::from_millis(5));
-        // Both left are talking now: the oldest goes only once it is slow.
-        third.progressed.store(true, Ordering::Relaxed);
-        let _fourth = slots.admit().await;
+        // Both left are talking now: the oldest goes only once it has kept the
+        // server waiting too long.
+        third.progress.spoke.store(true, Ordering::Relaxed);
+        third.progress.wait_began();
+        let _fourth = slots.admit(None).await;
         assert!(talking.evicted.is_cancelled());
         assert!(!third.evicted.is_cancelled());
         assert!(started.elapsed() + Duration::from_millis(1) >= SLOW - Duration::from_millis(5));
         assert_eq!(slots.len(), 2);
     }
 
+    /// A busy server is not its clients' fault: a connection whose task has not
+    /// read yet, or whose bytes wait for the server, keeps its place however long.
     #[tokio::test]
-    async fn first_bytes_mark_progress() {
+    async fn time_the_server_keeps_a_connection_waiting_does_not_count() {
+        let slots = SetupSlots::new(2, SILENT, SLOW);
+        let never_polled = slots.admit(None).await;
+        let served_slowly = slots.admit(None).await;
+        served_slowly.progress.spoke.store(true, Ordering::Relaxed);
+        served_slowly.progress.wait_began();
+        served_slowly.progress.wait_ended();
+        let refused = tokio::time::timeout(SLOW * 2, slots.admit(None)).await;
+        assert!(refused.is_err(), "a place was taken from a waiting server");
+        assert!(!never_polled.evicted.is_cancelled());
+        assert!(!served_slowly.evicted.is_cancelled());
+        // Once the silent one has waited on its peer, it may go.
+        never_polled.progress.wait_began();
+        let _next = slots.admit(None).await;
+        assert!(never_polled.evicted.is_cancelled());
+        assert!(!served_slowly.evicted.is_cancelled());
+    }
+
+    /// Bytes that wait unread in the socket are the server's delay: their
+    /// connection keeps its place until the server has read them and waited again.
+    #[tokio::test]
+    async fn unread_bytes_in_the_socket_keep_a_connection_in() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (mut server, _) = listener.accept().await.expect("accept");
+        tokio::io::AsyncWriteExt::write_all(&mut client, b"hello")
+            .await
+            .expect("write");
         let slots = SetupSlots::new(1, SILENT, SLOW);
-        let slot = slots.admit().await;
-        let (client, server) = tokio::io::duplex(64);
+        let behind = slots.admit(probe(&server)).await;
+        assert!(probe(&server).is_some(), "sockets can be duplicated here");
+        // Its clock says silent: it was polled before its bytes arrived.
+        behind.progress.wait_began();
+        let refused = tokio::time::timeout(SILENT * 3, slots.admit(None)).await;
+        assert!(refused.is_err(), "pushed out while its bytes wait unread");
+        assert!(!behind.evicted.is_cancelled());
+        // Once read, with nothing more coming, it is silent in truth.
+        let mut hello = [0u8; 5];
+        tokio::io::AsyncReadExt::read_exact(&mut server, &mut hello)
+            .await
+            .expect("read");
+        let _next = slots.admit(None).await;
+        assert!(behind.evicted.is_cancelled());
+    }
+
+    #[test]
+    fn waits_add_up_and_only_waits_on_the_peer_count() {
+        let progress = Progress::new();
+        assert_eq!(progress.waited_at(Instant::now()), Duration::ZERO);
+        progress.wait_began();
+        let later = Instant::now() + Duration::from_secs(3);
+        assert!(progress.waited_at(later) >= Duration::from_millis(2_990));
+        progress.wait_ended();
+        let waited = progress.waited_at(Instant::now());
+        assert!(
+            waited < Duration::from_secs(1),
+            "the wait is over: {waited:?}"
+        );
+        assert_eq!(progress.waiting_since.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn the_stream_keeps_the_peers_time_until_setup_is_over() {
+        let slots = SetupSlots::new(1, SILENT, SLOW);
+        let slot = slots.admit(None).await;
+        let (mut client, server) = tokio::io::duplex(64);
         let mut watched = slot.watch(server);
-        assert!(!slot.progressed.load(Ordering::Relaxed));
-        let mut client = client;
+        let mut byte = [0u8; 1];
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut read = ReadBuf::new(&mut byte);
+        assert!(
+            Pin::new(&mut watched)
+                .poll_read(&mut cx, &mut read)
+                .is_pending()
+        );
+        assert_ne!(slot.progress.waiting_since.load(Ordering::Relaxed), 0);
+        assert!(!slot.progress.spoke.load(Ordering::Relaxed));
         tokio::io::AsyncWriteExt::write_all(&mut client, b"x")
             .await
             .expect("write");
-        let mut byte = [0u8; 1];
         tokio::io::AsyncReadExt::read_exact(&mut watched, &mut byte)
             .await
             .expect("read");
-        assert!(slot.progressed.load(Ordering::Relaxed));
+        assert!(slot.progress.spoke.load(Ordering::Relaxed));
+        assert_eq!(slot.progress.waiting_since.load(Ordering::Relaxed), 0);
+        slot.done();
+        let mut read = ReadBuf::new(&mut byte);
+        assert!(
+            Pin::new(&mut watched)
+                .poll_read(&mut cx, &mut read)
+                .is_pending()
+        );
+        assert_eq!(
+            slot.progress.waiting_since.load(Ordering::Relaxed),
+            0,
+            "no time is kept after setup"
+        );
     }
 }
