@@ -79,7 +79,7 @@ const MAX_ATTEMPTS: u32 = 40;
 /// server cannot tell such a socket from a silent flood (load-tests/notes.md). The
 /// gate keeps the generator's own dials prompt; the server still has far more
 /// connections waiting than it takes into setup at once (64).
-const DIALS_IN_FLIGHT: usize = 512;
+pub const DIALS_IN_FLIGHT: usize = 512;
 
 pub struct Fleet {
     control: watch::Sender<Control>,

@@ -78,11 +78,14 @@ pub(super) fn section(md: &mut String, r: &Results) {
         met: tp.map(|t| t.ratio_per_core >= 0.7),
     });
     let pl = r.payload.as_ref();
-    let mib = pl.and_then(|p| {
-        p.points
-            .iter()
-            .find(|x| x.target == "latchkeyd" && x.bytes == 1 << 20)
-    });
+    let mib_of = |target: &str| {
+        pl.and_then(|p| {
+            p.points
+                .iter()
+                .find(|x| x.target == target && x.bytes == 1 << 20)
+        })
+    };
+    let (mib, relay_mib) = (mib_of("latchkeyd"), mib_of("relay"));
     let min_ratio = pl.map(|p| {
         p.ratios
             .iter()
@@ -93,9 +96,11 @@ pub(super) fn section(md: &mut String, r: &Results) {
         what: "Large payloads (1 and 2 MiB)",
         target: "≥ 0.8× the relay; 1 MiB p50 ≤ 2.5 ms".into(),
         measured: match (min_ratio, mib) {
-            (Some(ratio), Some(m)) => {
-                format!("lowest {ratio:.2}×; 1 MiB p50 {}", ms(m.latency.p50_us))
-            }
+            (Some(ratio), Some(m)) => format!(
+                "lowest {ratio:.2}×; 1 MiB p50 {}{}",
+                ms(m.latency.p50_us),
+                relay_note(relay_mib.map(|x| ms(x.latency.p50_us)))
+            ),
             _ => String::new(),
         },
         met: match (min_ratio, mib) {
@@ -103,23 +108,43 @@ pub(super) fn section(md: &mut String, r: &Results) {
             _ => None,
         },
     });
-    let hs = r
-        .handshake
-        .as_ref()
-        .and_then(|h| h.points.iter().find(|p| p.target == "latchkeyd"));
+    let hs_of = |target: &str| {
+        r.handshake
+            .as_ref()
+            .and_then(|h| h.points.iter().find(|p| p.target == target))
+    };
+    let (hs, relay_hs) = (hs_of("latchkeyd"), hs_of("relay"));
     goals.push(Goal {
         what: "Full TLS handshakes (ECDSA P-256)",
         target: "≥ 3,500 per second per core".into(),
         measured: hs
-            .map(|p| format!("{:.0} per core-second", p.per_server_core))
+            .map(|p| {
+                format!(
+                    "{:.0} per core-second{}",
+                    p.per_server_core,
+                    relay_note(relay_hs.map(|x| format!("{:.0}", x.per_server_core)))
+                )
+            })
             .unwrap_or_default(),
         met: hs.map(|p| p.per_server_core >= 3500.0),
     });
-    let storm = r.storm.as_ref().and_then(|s| {
+    // Judged on every run (with and without jitter): the slowest, and every
+    // failure of any run.
+    let slowest = |target: &str| {
+        r.storm.as_ref().and_then(|s| {
+            s.runs
+                .iter()
+                .filter(|x| x.target == target)
+                .max_by(|a, b| a.all_back_secs.total_cmp(&b.all_back_secs))
+        })
+    };
+    let (storm, relay_storm) = (slowest("latchkeyd"), slowest("relay"));
+    let storm_failures: u64 = r.storm.as_ref().map_or(0, |s| {
         s.runs
             .iter()
             .filter(|x| x.target == "latchkeyd")
-            .min_by(|a, b| a.all_back_secs.total_cmp(&b.all_back_secs))
+            .map(|x| x.failures + x.refused_other)
+            .sum()
     });
     goals.push(Goal {
         what: "Reconnect storm",
@@ -127,17 +152,16 @@ pub(super) fn section(md: &mut String, r: &Results) {
         measured: storm
             .map(|s| {
                 format!(
-                    "{} devices back in {:.2} s ({} ms jitter), {} failures",
+                    "{} devices back in {:.2} s at worst ({} ms jitter){}; {} failures in all runs",
                     s.devices,
                     s.all_back_secs,
                     s.jitter_ms,
-                    s.failures + s.refused_other
+                    relay_note(relay_storm.map(|x| format!("{:.2} s", x.all_back_secs))),
+                    storm_failures
                 )
             })
             .unwrap_or_default(),
-        met: storm.map(|s| {
-            s.devices >= 10_000 && s.all_back_secs <= 3.5 && s.failures + s.refused_other == 0
-        }),
+        met: storm.map(|s| s.devices >= 10_000 && s.all_back_secs <= 3.5 && storm_failures == 0),
     });
     let rv = r.revoke.as_ref();
     goals.push(Goal {
@@ -159,5 +183,16 @@ pub(super) fn section(md: &mut String, r: &Results) {
             verdict(g.met)
         );
     }
-    md.push('\n');
+    md.push_str(
+        "\nThe ratios compare latchkeyd with the relay on the same machine in the same run. The\n\
+         absolute targets (handshakes per core-second, the 1 MiB p50, the storm's 3.5 s) were\n\
+         set on the machine of the first published runs (an Intel Xeon); the relay's own figure\n\
+         in this run is given beside each, and where the relay itself misses a target, that\n\
+         target says more about the machine than about latchkeyd.\n\n",
+    );
+}
+
+/// "; relay X" when the relay's figure is known.
+fn relay_note(relay: Option<String>) -> String {
+    relay.map(|x| format!("; relay {x}")).unwrap_or_default()
 }

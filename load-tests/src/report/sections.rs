@@ -271,8 +271,12 @@ pub(super) fn storm(md: &mut String, r: &Results, charts: &Path) -> anyhow::Resu
         "## Reconnect storm\n\n`storm`: {} devices online over WSS drop their sockets at once \
          and dial again, at once or spread over a jitter window; timed until every one is \
          back (TCP, TLS, upgrade and, on latchkeyd, the authenticated upgrade and the \
-         handshake). Devices retry per `Retry-After` on 503 and back off on anything else.\n",
-        s.devices
+         handshake). Devices retry per `Retry-After` on 503 and back off on anything else. \
+         The generator has at most {} dials in flight (from the dial to the end of the \
+         handshake), so that it writes each connected socket's ClientHello at once, as \
+         separate machines would; see the notes.\n",
+        s.devices,
+        crate::fleet::DIALS_IN_FLIGHT
     );
     md.push_str("| target | jitter | half back | all back | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     for x in &s.runs {
