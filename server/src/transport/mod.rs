@@ -45,6 +45,7 @@ macro_rules! writes_pass_through {
 use writes_pass_through;
 
 pub mod listener;
+mod peer_clock;
 pub mod read_ahead;
 pub mod setup;
 pub mod tls;
