@@ -100,6 +100,9 @@ pub async fn extension_socket(
     if let Err(r) = check_origin(&headers, &state.config.allowed_extension_ids) {
         return r.into_response();
     }
+    // Noted before the store is read: the connection re-reads the grant only if a
+    // close was signalled since (router::connection::start).
+    let grant_changes = state.registry.grant_changes();
     let offers_protocol = headers.contains_key(header::SEC_WEBSOCKET_PROTOCOL);
     let (device, echo) = if state.config.local && !offers_protocol {
         match super::local::local_device(&state, &headers, peer).await {
@@ -133,6 +136,7 @@ pub async fn extension_socket(
         state,
         device,
         peer: client,
+        grant_changes,
     });
     ws.on_upgrade(move |socket| {
         tracker.track_future(crate::router::connection::run(socket, accepted))

@@ -37,6 +37,9 @@ pub struct Accepted {
     pub device: DeviceRecord,
     /// The client address (through trusted proxies), for the audit trail.
     pub peer: IpAddr,
+    /// [`DeviceRegistry::grant_changes`](crate::router::registry::DeviceRegistry::grant_changes)
+    /// before the device was authenticated.
+    pub grant_changes: u64,
 }
 
 /// Run a device connection to its end.
@@ -57,6 +60,7 @@ pub fn run(
         state,
         device,
         peer,
+        grant_changes,
     } = *accepted;
     let span = info_span!("device_conn", tenant = %device.tenant_id, device = %device.id, %peer);
     let registration = state
@@ -70,6 +74,7 @@ pub fn run(
         handshaken: false,
         link: None,
         peer,
+        grant_changes,
     });
     conn.run_to_end().instrument(span)
 }
@@ -101,6 +106,8 @@ struct Connection {
     link: Option<Arc<DeviceLink>>,
     /// The client address (through trusted proxies), for the audit trail.
     peer: IpAddr,
+    /// See [`Accepted::grant_changes`].
+    grant_changes: u64,
 }
 
 impl Connection {

@@ -86,6 +86,10 @@ struct RegistryInner {
     /// Entries holding a capacity slot; changed only under the `entries` lock.
     slots: AtomicUsize,
     next_generation: AtomicU64,
+    /// Closes signalled through [`DeviceRegistry::close`] and
+    /// [`DeviceRegistry::close_generation`] (revocations, grant sweeps), counted
+    /// under the `entries` lock whether or not the device had a socket.
+    grant_changes: AtomicU64,
     /// Woken whenever a device comes online (session starts may wait for one).
     online: tokio::sync::Notify,
 }
@@ -226,7 +230,9 @@ impl DeviceRegistry {
     /// Signal the device's live socket to close with `code`, failing its in-flight
     /// calls at once and refusing new ones. Returns whether there was a socket.
     pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
-        match self.entries().get(device_id) {
+        let entries = self.entries();
+        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
+        match entries.get(device_id) {
             Some(e) => {
                 signal_close(e, code);
                 true
@@ -238,13 +244,25 @@ impl DeviceRegistry {
     /// [`Self::close`], but only the socket of that `generation`: a sweep that read
     /// the store before the device reconnected must not close the newer socket.
     pub fn close_generation(&self, device_id: &str, generation: u64, code: CloseCode) -> bool {
-        match self.entries().get(device_id) {
+        let entries = self.entries();
+        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
+        match entries.get(device_id) {
             Some(e) if e.generation == generation => {
                 signal_close(e, code);
                 true
             }
             _ => false,
         }
+    }
+
+    /// How many closes have been signalled so far. A connection notes it before its
+    /// device is authenticated; if it is unchanged once the connection is
+    /// registered, no revocation on this node came in between, and the record read
+    /// at authentication is still the grant (a revocation after the registration
+    /// reaches the socket by push). Read after [`Self::register`], whose lock orders
+    /// it after any close that registration did not see.
+    pub fn grant_changes(&self) -> u64 {
+        self.inner.grant_changes.load(Ordering::Relaxed)
     }
 
     /// Every online (handshaken) socket on this node, `(device id, generation)` by
@@ -340,5 +358,23 @@ mod tests {
         r.unregister("a", a2.generation);
         assert_eq!(r.slots_taken(), 0);
         assert!(r.admits("b", 1));
+    }
+
+    #[test]
+    fn every_signalled_close_counts_as_a_grant_change_socket_or_not() {
+        let r = DeviceRegistry::default();
+        let before = r.grant_changes();
+        // Revoked while its new socket was between authentication and registration.
+        assert!(!r.close("dev-a", CloseCode::Revoked));
+        let after_revoke = r.grant_changes();
+        assert_ne!(after_revoke, before);
+        let reg = r.register("dev-a", "t1", 0);
+        assert_eq!(
+            r.grant_changes(),
+            after_revoke,
+            "a registration is no change"
+        );
+        assert!(!r.close_generation("dev-a", reg.generation + 1, CloseCode::Revoked));
+        assert_ne!(r.grant_changes(), after_revoke);
     }
 }

@@ -25,27 +25,21 @@ impl Connection {
         if let Some(code) = self.pending_close() {
             return Err(End::close(code, "closed before start"));
         }
-        // Re-check the grant after the upgrade (contract §2.4).
-        match self
-            .state
-            .store
-            .device(&self.device.tenant_id, &self.device.id)
-            .await
-        {
-            Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => self.device = d,
-            Ok(_) => {
+        // Re-check the grant after the upgrade (contract §2.4). Every revocation on
+        // this node is signalled through the registry, where this device is now
+        // registered: if none was signalled since the device was authenticated,
+        // the record read then is the grant, and a store read per reconnect is
+        // saved. One signalled since sends us to the store. (A revocation on
+        // another node reaches this socket like any other: by the grant sweep.)
+        if self.state.registry.grant_changes() == self.grant_changes {
+            if !self.device.is_live(self.state.clock.now_ms()) {
                 return Err(End::close(
                     CloseCode::Unauthorized,
-                    "grant gone after upgrade",
+                    "grant expired after upgrade",
                 ));
             }
-            Err(e) => {
-                warn!(error = %e, "grant re-check failed after upgrade");
-                return Err(End::close(
-                    CloseCode::Unauthorized,
-                    "store unavailable at upgrade",
-                ));
-            }
+        } else {
+            self.recheck_after_upgrade().await?;
         }
         let handshake_timeout = Duration::from_millis(self.limits().handshake_timeout_ms);
         let mut close_rx = self.registration.close.clone();
@@ -138,6 +132,33 @@ impl Connection {
             )
             .await;
         Ok(())
+    }
+
+    /// Read the grant again: gone, revoked or expired refuses the device, and so
+    /// does a store that cannot answer (fail closed).
+    async fn recheck_after_upgrade(&mut self) -> Result<(), End> {
+        match self
+            .state
+            .store
+            .device(&self.device.tenant_id, &self.device.id)
+            .await
+        {
+            Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => {
+                self.device = d;
+                Ok(())
+            }
+            Ok(_) => Err(End::close(
+                CloseCode::Unauthorized,
+                "grant gone after upgrade",
+            )),
+            Err(e) => {
+                warn!(error = %e, "grant re-check failed after upgrade");
+                Err(End::close(
+                    CloseCode::Unauthorized,
+                    "store unavailable at upgrade",
+                ))
+            }
+        }
     }
 
     /// Wait for the first frame and judge it (contract §3.1).
