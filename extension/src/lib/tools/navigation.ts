@@ -23,6 +23,9 @@ function timeoutOf(p: Params, fallback: number): number {
   return optUint(p, 'timeout_ms', 1) ?? fallback;
 }
 
+/** How often a wait for a phase the tab may already have reached looks again. */
+const ALREADY_THERE_POLL_MS = 250;
+
 interface Reached {
   reached: Phase | 'timeout';
   error_text?: string;
@@ -87,14 +90,23 @@ export function waitForPhase(
     browser.webNavigation.onErrorOccurred.addListener(onError);
     signal.addEventListener('abort', onAbort);
     trigger().catch((e: unknown) => finish(e instanceof Error ? e : new Error(String(e))));
-    // Checked only once the listeners are in place: a load that completes between a
-    // check made earlier and the listeners would otherwise be missed, and the wait
-    // would run to its timeout (seen in CI).
-    alreadyThere?.()
-      .then((yes) => {
-        if (yes) finish({ reached: phase });
-      })
-      .catch(() => undefined);
+    // Checked only once the listeners are in place, and again every
+    // ALREADY_THERE_POLL_MS until done: a load that completes between an earlier
+    // check and the listeners, or whose event is stamped just before `started`
+    // while the tab's status still said loading, would otherwise be missed and the
+    // wait would run to its timeout (seen in CI, twice).
+    if (alreadyThere) {
+      const check = () => {
+        if (done) return;
+        alreadyThere()
+          .then((yes) => {
+            if (yes) finish({ reached: phase });
+            else if (!done) setTimeout(check, ALREADY_THERE_POLL_MS);
+          })
+          .catch(() => undefined);
+      };
+      check();
+    }
   });
 }
 
