@@ -31,7 +31,7 @@ pub struct AppState {
     pub clock: Clock,
     pub registry: DeviceRegistry,
     pub sessions: SessionTable,
-    pub agent_sockets: crate::agent::socket::AgentSocketCounter,
+    pub agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
     pub authorize_limiter: Arc<PeerRateLimiter>,
     pub upgrade_limiter: Arc<PeerRateLimiter>,
     pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,

@@ -228,7 +228,7 @@ pub async fn bind_with_routes(
         clock,
         registry: DeviceRegistry::default(),
         sessions: router::SessionTable::default(),
-        agent_sockets: agent::socket::AgentSocketCounter::default(),
+        agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
         public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
         closing: CancellationToken::new(),

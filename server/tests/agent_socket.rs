@@ -210,6 +210,94 @@ async fn agent_socket_end_to_end() {
     server.stop().await;
 }
 
+/// Frames up to and including the answer to `last`, events left out.
+async fn answers_until(ws: &mut Ws, last: &str) -> Vec<Frame> {
+    let mut events = Vec::new();
+    let mut frames = Vec::new();
+    loop {
+        let frame = next(ws, &mut events).await;
+        let done = frame.id() == Some(last);
+        frames.push(frame);
+        if done {
+            return frames;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_is_answered_exactly_once() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (_device, _browser) = server
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
+        .await
+        .expect("browser");
+    let mut ws = open(&server, &agent.token).await.expect("socket");
+    let mut events = Vec::new();
+    send(
+        &mut ws,
+        json!({"id": "s", "method": "session.start", "params": {}}),
+    )
+    .await;
+    let session = result(next(&mut ws, &mut events).await);
+    let sid = session["id"].as_str().expect("id").to_string();
+    let wait = |id: &str, ms: u64| json!({"id": id, "method": "tool.wait_ms", "params": {"session_id": sid, "duration_ms": ms}});
+
+    // An id still running is refused; the running request is untouched.
+    send(&mut ws, wait("x", 60_000)).await;
+    send(&mut ws, wait("x", 1)).await;
+    let refused = next(&mut ws, &mut events).await;
+    assert_eq!(refused.id(), Some("x"));
+    assert_eq!(error_code(&refused), "invalid_request");
+    // Cancelling an unknown id cancels nothing.
+    send(
+        &mut ws,
+        json!({"id": "c0", "method": "cancel", "params": {"rpc_id": "nobody"}}),
+    )
+    .await;
+    assert_eq!(result(next(&mut ws, &mut events).await)["cancelled"], false);
+    // Cancelled: answered once, by the cancel; the id is free again at once, and
+    // the cancelled request never answers the new one's id.
+    send(
+        &mut ws,
+        json!({"id": "c1", "method": "cancel", "params": {"rpc_id": "x"}}),
+    )
+    .await;
+    send(&mut ws, wait("x", 1)).await;
+    let mut frames = Vec::new();
+    while !frames
+        .iter()
+        .any(|f| matches!(f, Frame::Success(s) if s.id == "x"))
+    {
+        frames.push(next(&mut ws, &mut events).await);
+    }
+    send(&mut ws, json!({"id": "end", "method": "session.list"})).await;
+    frames.extend(answers_until(&mut ws, "end").await);
+    let for_x: Vec<&Frame> = frames.iter().filter(|f| f.id() == Some("x")).collect();
+    assert_eq!(for_x.len(), 2, "{frames:?}");
+    assert_eq!(error_code(for_x[0]), "cancelled");
+    assert_eq!(result(for_x[1].clone())["waited_ms"], 1);
+    let cancel = frames.iter().find(|f| f.id() == Some("c1")).expect("c1");
+    assert_eq!(result(cancel.clone())["cancelled"], true);
+
+    // Many at once, finishing together: each answered once, none lost.
+    for n in 0..64 {
+        send(&mut ws, wait(&format!("m{n}"), 5)).await;
+    }
+    let mut seen = std::collections::HashMap::new();
+    while seen.len() < 64 {
+        let frame = next(&mut ws, &mut events).await;
+        let id = frame.id().expect("an id").to_string();
+        assert_eq!(result(frame)["waited_ms"], 5);
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    send(&mut ws, json!({"id": "end2", "method": "session.list"})).await;
+    let rest = answers_until(&mut ws, "end2").await;
+    assert_eq!(rest.len(), 1, "no second answer to any of them: {rest:?}");
+    assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sockets_per_token_are_capped() {
     let server = TestServer::builder(Backend::Sqlite)

@@ -6,6 +6,7 @@ mod browsers;
 mod events;
 mod sessions;
 pub mod socket;
+pub mod socket_slots;
 
 use axum::Router;
 use axum::routing::{delete, get, post};

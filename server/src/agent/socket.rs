@@ -1,24 +1,29 @@
 //! `GET /v1/agent`: the agent WebSocket. Same envelope as the extension protocol:
 //! requests `browser.list`, `session.start|stop|list`, `tool.*` (with `session_id` in
 //! params) and `cancel` (`{rpc_id}`), each answered once; session events are pushed as
-//! event frames. Requests run concurrently; calls of one session still serialise.
-//! Closing the socket cancels every call it has in flight.
+//! event frames. Requests run concurrently, as futures inside the socket's one task;
+//! calls of one session still serialise. Closing the socket cancels every call it has
+//! in flight.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream::SplitSink;
+use futures_util::future::{AbortHandle, Abortable, abortable};
+use futures_util::stream::{FuturesUnordered, SplitSink};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
 use latchkey_protocol::{ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span};
 
+use super::socket_slots::{SocketLimit, SocketSlot};
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::Principal;
@@ -26,68 +31,6 @@ use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
 use crate::router::link::RawResult;
 use crate::telemetry::metrics as telemetry;
-
-/// Open agent sockets per token and on the node, with a guard that gives the slot back.
-#[derive(Debug, Clone, Default)]
-pub struct AgentSocketCounter {
-    inner: Arc<Mutex<SocketCounts>>,
-}
-
-#[derive(Debug, Default)]
-struct SocketCounts {
-    per_token: HashMap<String, usize>,
-    total: usize,
-}
-
-#[derive(Debug)]
-pub struct SocketSlot {
-    counter: AgentSocketCounter,
-    token_id: String,
-}
-
-/// Which agent-socket limit a new socket would exceed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SocketLimit {
-    PerToken(usize),
-    PerNode(usize),
-}
-
-impl AgentSocketCounter {
-    pub fn acquire(
-        &self,
-        token_id: &str,
-        per_token: usize,
-        per_node: usize,
-    ) -> Result<SocketSlot, SocketLimit> {
-        let mut counts = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if counts.total >= per_node {
-            return Err(SocketLimit::PerNode(per_node));
-        }
-        let n = counts.per_token.entry(token_id.to_string()).or_insert(0);
-        if *n >= per_token {
-            return Err(SocketLimit::PerToken(per_token));
-        }
-        *n += 1;
-        counts.total += 1;
-        Ok(SocketSlot {
-            counter: self.clone(),
-            token_id: token_id.to_string(),
-        })
-    }
-}
-
-impl Drop for SocketSlot {
-    fn drop(&mut self) {
-        let mut counts = self.counter.inner.lock().unwrap_or_else(|p| p.into_inner());
-        counts.total = counts.total.saturating_sub(1);
-        if let Some(n) = counts.per_token.get_mut(&self.token_id) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.per_token.remove(&self.token_id);
-            }
-        }
-    }
-}
 
 pub async fn upgrade(
     State(state): State<AppState>,
@@ -125,56 +68,60 @@ pub async fn upgrade(
     .into_response()
 }
 
-/// Requests still running, by the agent's id: the task and whether it was answered.
-type Running = HashMap<String, (JoinHandle<()>, Arc<AtomicBool>)>;
+/// One request being answered: the agent's id and the answer.
+type Answering<'a> = Pin<Box<dyn Future<Output = (String, Reply)> + Send + 'a>>;
 
-/// The socket's write half, shared by the tasks answering requests: each answer is
-/// written by the task that produced it, with no extra hop.
-#[derive(Clone)]
-struct Outgoing {
-    sink: Arc<tokio::sync::Mutex<SplitSink<WebSocket, Message>>>,
-    /// How long one write (waiting for the writers before it included) may take.
-    stall: std::time::Duration,
-    /// Cancelled when the socket ends (the agent left, or stopped reading and a
-    /// write stalled): everything holding a clone lets go, so the socket is dropped.
-    ended: tokio_util::sync::CancellationToken,
+type Reply = Result<RawResult, ErrorBody>;
+
+/// Session events waiting for the socket's loop; beyond this a session's event
+/// pusher waits, as it would on a slow socket.
+const EVENT_BACKLOG: usize = 64;
+
+/// The socket's write half. Only the socket's own loop writes, so answers that are
+/// ready together go out with one flush, and no lock or task hop is needed.
+struct Writer {
+    sink: SplitSink<WebSocket, Message>,
+    /// How long one write may take before the agent counts as no longer reading.
+    stall: Duration,
 }
 
-/// Why an answer could not be written.
+/// Why frames could not be written: the socket is finished either way.
 #[derive(Debug)]
-enum SendError {
+enum WriteFailed {
     Closed,
     Stalled,
 }
 
-impl Outgoing {
-    async fn send(&self, text: String) -> Result<(), SendError> {
-        telemetry::frame("out", "agent", text.len());
-        let write = async {
-            self.sink
-                .lock()
-                .await
-                .send(Message::Text(text.into()))
-                .await
-        };
+impl Writer {
+    async fn write(&mut self, frames: impl IntoIterator<Item = String>) -> Result<(), WriteFailed> {
+        let write = crate::transport::write_text_frames(&mut self.sink, frames, "agent");
         match tokio::time::timeout(self.stall, write).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(SendError::Closed),
+            Ok(Err(_)) => Err(WriteFailed::Closed),
             Err(_) => {
-                if !self.ended.is_cancelled() {
-                    telemetry::refused("write_stalled");
-                    debug!("agent stopped reading: socket dropped");
-                    self.ended.cancel();
-                }
-                Err(SendError::Stalled)
+                telemetry::refused("write_stalled");
+                debug!("agent stopped reading: socket dropped");
+                Err(WriteFailed::Stalled)
             }
         }
     }
+
+    async fn one(&mut self, text: String) -> Result<(), WriteFailed> {
+        self.write(std::iter::once(text)).await
+    }
+}
+
+/// How `session.start` pushes its session's events on this socket: through the
+/// socket's loop, which writes them between answers.
+struct EventOut {
+    frames: mpsc::Sender<String>,
+    /// Cancelled when the socket ends: the pushers stop.
+    ended: CancellationToken,
 }
 
 /// The answer frame for request `id`; a result is written as the raw JSON it is,
 /// in one copy into a string of the exact length.
-fn reply(id: &str, result: Result<RawResult, ErrorBody>) -> String {
+fn reply(id: &str, result: Reply) -> String {
     match result {
         Ok(result) => {
             let id = serde_json::to_string(id).unwrap_or_else(|_| "\"\"".to_string());
@@ -220,162 +167,102 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
     metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).decrement(1.0);
 }
 
+/// What the loop does with one frame from the agent.
+enum Inbound {
+    /// Answer at once (a refusal, or `cancel`'s own frames).
+    Answer(Vec<String>),
+    /// Start answering a request.
+    Run(RequestFrame),
+}
+
+/// The socket's loop. Requests are answered concurrently inside this one task (a
+/// set of futures, not a task each): an answer from the browser wakes this task
+/// directly, and answers that are ready together share one write.
 async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     let (sink, mut stream) = socket.split();
-    let out_tx = Outgoing {
-        sink: Arc::new(tokio::sync::Mutex::new(sink)),
-        stall: std::time::Duration::from_millis(state.config.limits.write_stall_timeout_ms),
-        ended: tokio_util::sync::CancellationToken::new(),
+    let mut writer = Writer {
+        sink,
+        stall: Duration::from_millis(state.config.limits.write_stall_timeout_ms),
     };
-    let running: Arc<Mutex<Running>> = Arc::default();
+    let (frames, mut event_frames) = mpsc::channel(EVENT_BACKLOG);
+    let events = EventOut {
+        frames,
+        ended: CancellationToken::new(),
+    };
     let closing = state.closing.clone();
-    // What every request's task needs, shared: one reference count per request
-    // rather than a copy of the principal's strings and of every handle in the state.
-    let caller = Arc::new((state, p));
-    let (state, p) = (&caller.0, &caller.1);
+    // Requests still being answered, by the agent's id. An id leaves the map when
+    // its answer is written or when `cancel` answers it: whichever comes first
+    // answers, so every request is answered exactly once.
+    let mut running: HashMap<String, AbortHandle> = HashMap::new();
+    let mut answering: FuturesUnordered<Abortable<Answering<'_>>> = FuturesUnordered::new();
     // Set when the agent broke the WebSocket protocol: the code to close with.
     let mut violation = None;
+    let mut write_failed = false;
     loop {
-        let msg = tokio::select! {
-            m = stream.next() => m,
+        let written = tokio::select! {
             _ = closing.cancelled() => break,
-            _ = out_tx.ended.cancelled() => break,
+            Some(first) = answering.next(), if !answering.is_empty() => {
+                let mut answers = Vec::new();
+                let mut finished = Some(first);
+                while let Some(done) = finished {
+                    // An aborted request was answered by its cancel.
+                    if let Ok((id, result)) = done
+                        && running.remove(&id).is_some()
+                    {
+                        answers.push(reply(&id, result));
+                    }
+                    finished = answering.next().now_or_never().flatten();
+                }
+                writer.write(answers).await
+            }
+            Some(frame) = event_frames.recv() => writer.one(frame).await,
+            msg = stream.next() => {
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => {
+                        telemetry::frame("in", "agent", t.len());
+                        t
+                    }
+                    Some(Err(e)) => {
+                        violation = crate::transport::close_for_read_error(&e);
+                        break;
+                    }
+                    Some(Ok(Message::Close(_))) => {
+                        crate::transport::finish_peer_close(&mut stream).await;
+                        break;
+                    }
+                    None => break,
+                    Some(Ok(_)) => continue,
+                };
+                match inbound(&state, &p, text.as_str(), &mut running) {
+                    Inbound::Answer(frames) => writer.write(frames).await,
+                    Inbound::Run(request) => {
+                        let id = request.id.clone();
+                        let (answer, abort) = abortable(answer(&state, &p, request, &events));
+                        answering.push(answer);
+                        running.insert(id, abort);
+                        Ok(())
+                    }
+                }
+            }
         };
-        let text = match msg {
-            Some(Ok(Message::Text(t))) => {
-                telemetry::frame("in", "agent", t.len());
-                t
-            }
-            Some(Err(e)) => {
-                violation = crate::transport::close_for_read_error(&e);
-                break;
-            }
-            Some(Ok(Message::Close(_))) => {
-                crate::transport::finish_peer_close(&mut stream).await;
-                break;
-            }
-            None => break,
-            Some(Ok(_)) => continue,
-        };
-        let request = match Frame::parse(text.as_str()) {
-            Ok(Frame::Request(r)) => r,
-            Ok(_) => {
-                let e = ErrorBody::new(
-                    ErrorCode::InvalidRequest,
-                    "only requests are accepted on the agent socket",
-                );
-                let _ = out_tx.send(reply("", Err(e))).await;
-                continue;
-            }
-            Err(e) => {
-                let e = ErrorBody::new(
-                    ErrorCode::InvalidRequest,
-                    format!("frame does not parse: {e}"),
-                );
-                let _ = out_tx.send(reply("", Err(e))).await;
-                continue;
-            }
-        };
-        if request.method == "cancel" {
-            let target = request
-                .params
-                .as_ref()
-                .and_then(|p| p.get("rpc_id"))
-                .and_then(Value::as_str);
-            let entry =
-                target.and_then(|t| running.lock().unwrap_or_else(|p| p.into_inner()).remove(t));
-            // Whoever claims `answered` first answers the request: exactly once.
-            let claimed = entry.filter(|(_, answered)| !answered.swap(true, Ordering::SeqCst));
-            let cancelled = claimed.is_some();
-            if let (Some((task, _)), Some(target)) = (claimed, target) {
-                // Aborting drops the call: a forwarded call sends `cancel` to the
-                // extension; one not yet forwarded sends nothing.
-                task.abort();
-                let e = ErrorBody::new(ErrorCode::Cancelled, "cancelled by the agent");
-                let _ = out_tx.send(reply(target, Err(e))).await;
-            }
-            let _ = out_tx
-                .send(reply(
-                    &request.id,
-                    Ok(to_value(&json!({ "cancelled": cancelled }))),
-                ))
-                .await;
-            continue;
+        if written.is_err() {
+            write_failed = true;
+            break;
         }
-        // Cancels are never refused: stopping work must always be possible.
-        if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
-            telemetry::refused("rate_limited");
-            let _ = out_tx
-                .send(reply(&request.id, Err(limited.error_body())))
-                .await;
-            continue;
-        }
-        let duplicate = {
-            let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
-            map.retain(|_, (t, _)| !t.is_finished());
-            map.contains_key(&request.id)
-        };
-        if duplicate {
-            let e = ErrorBody::new(
-                ErrorCode::InvalidRequest,
-                "a request with this id is still running",
-            );
-            let _ = out_tx.send(reply(&request.id, Err(e))).await;
-            continue;
-        }
-        let id = request.id.clone();
-        let (caller, out, running_ref) = (caller.clone(), out_tx.clone(), running.clone());
-        let answered = Arc::new(AtomicBool::new(false));
-        let answered_by_task = answered.clone();
-        // A `traceparent` in the params joins the agent's trace; it is not forwarded.
-        let mut request = request;
-        let traceparent = request
-            .params
-            .as_mut()
-            .and_then(|v| v.as_object_mut())
-            .and_then(|m| m.remove("traceparent"))
-            .and_then(|v| v.as_str().map(str::to_string));
-        let span = tracing::info_span!(
-            "agent_request",
-            method = telemetry::method_label(&request.method)
+    }
+    // The agent is gone, or the server is closing: what is still in flight is
+    // dropped, which cancels it (a forwarded call sends `cancel` to the browser). On
+    // a shutdown each request still gets its one answer, then 1001.
+    let shutting_down = closing.is_cancelled() && !write_failed;
+    let mut last = Vec::new();
+    if shutting_down {
+        last.extend(
+            running
+                .drain()
+                .map(|(id, _)| reply(&id, Err(calls::shutting_down()))),
         );
-        if let Some(tp) = &traceparent {
-            crate::telemetry::otel::adopt_traceparent(&span, tp);
-        }
-        let task = tokio::spawn(async move {
-            let request_id = request.id.clone();
-            let (state, p) = &*caller;
-            let result =
-                tracing::Instrument::instrument(handle(state, p, request, &out), span).await;
-            if answered_by_task.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            running_ref
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&request_id);
-            let _ = out.send(reply(&request_id, result)).await;
-        });
-        running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, (task, answered));
     }
-    // The agent is gone, or the server is closing: cancel everything still in
-    // flight. On a shutdown each request still gets its one answer, then 1001.
-    let left: Vec<(String, JoinHandle<()>, Arc<AtomicBool>)> = running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain()
-        .map(|(id, (t, answered))| (id, t, answered))
-        .collect();
-    let shutting_down = closing.is_cancelled() && !out_tx.ended.is_cancelled();
-    for (id, task, answered) in left {
-        task.abort();
-        if shutting_down && !answered.swap(true, Ordering::SeqCst) {
-            let _ = out_tx.send(reply(&id, Err(calls::shutting_down()))).await;
-        }
-    }
+    drop(answering);
     let close_with = if shutting_down {
         Some(latchkey_protocol::CloseCode::GoingAway)
     } else {
@@ -386,13 +273,105 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             code: code.code(),
             reason: code.reason().into(),
         }));
-        let _ = tokio::time::timeout(out_tx.stall, async {
-            out_tx.sink.lock().await.send(close).await
-        })
-        .await;
+        let _ = writer.write(last).await;
+        let _ = tokio::time::timeout(writer.stall, writer.sink.send(close)).await;
     }
-    out_tx.ended.cancel();
+    events.ended.cancel();
     debug!("agent socket closed");
+}
+
+/// Parse one frame from the agent and decide what to do with it. `cancel` is
+/// answered here, and so is anything refused; nothing else is started.
+fn inbound(
+    state: &AppState,
+    p: &Principal,
+    text: &str,
+    running: &mut HashMap<String, AbortHandle>,
+) -> Inbound {
+    let refuse = |id: &str, code, message: &str| {
+        Inbound::Answer(vec![reply(id, Err(ErrorBody::new(code, message)))])
+    };
+    let request = match Frame::parse(text) {
+        Ok(Frame::Request(r)) => r,
+        Ok(_) => {
+            return refuse(
+                "",
+                ErrorCode::InvalidRequest,
+                "only requests are accepted on the agent socket",
+            );
+        }
+        Err(e) => {
+            return refuse(
+                "",
+                ErrorCode::InvalidRequest,
+                &format!("frame does not parse: {e}"),
+            );
+        }
+    };
+    if request.method == "cancel" {
+        let target = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("rpc_id"))
+            .and_then(Value::as_str);
+        let mut frames = Vec::new();
+        let found = target.and_then(|t| running.remove(t).map(|abort| (t, abort)));
+        let cancelled = found.is_some();
+        if let Some((target, abort)) = found {
+            // The request's future is dropped at the loop's next turn: a forwarded
+            // call then sends `cancel` to the browser; one not yet forwarded sends
+            // nothing.
+            abort.abort();
+            let e = ErrorBody::new(ErrorCode::Cancelled, "cancelled by the agent");
+            frames.push(reply(target, Err(e)));
+        }
+        let answer = to_value(&json!({ "cancelled": cancelled }));
+        frames.push(reply(&request.id, Ok(answer)));
+        return Inbound::Answer(frames);
+    }
+    // Cancels are never refused: stopping work must always be possible.
+    if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
+        telemetry::refused("rate_limited");
+        return Inbound::Answer(vec![reply(&request.id, Err(limited.error_body()))]);
+    }
+    if running.contains_key(&request.id) {
+        return refuse(
+            &request.id,
+            ErrorCode::InvalidRequest,
+            "a request with this id is still running",
+        );
+    }
+    Inbound::Run(request)
+}
+
+/// Answer one request, in its own span (which joins the agent's trace when the
+/// params carry a `traceparent`; that is not forwarded).
+fn answer<'a>(
+    state: &'a AppState,
+    p: &'a Principal,
+    mut request: RequestFrame,
+    events: &'a EventOut,
+) -> Answering<'a> {
+    let traceparent = request
+        .params
+        .as_mut()
+        .and_then(|v| v.as_object_mut())
+        .and_then(|m| m.remove("traceparent"))
+        .and_then(|v| v.as_str().map(str::to_string));
+    let span = info_span!(
+        "agent_request",
+        method = telemetry::method_label(&request.method)
+    );
+    if let Some(tp) = &traceparent {
+        crate::telemetry::otel::adopt_traceparent(&span, tp);
+    }
+    Box::pin(
+        async move {
+            let id = request.id.clone();
+            (id, handle(state, p, request, events).await)
+        }
+        .instrument(span),
+    )
 }
 
 fn params_of<T: serde::de::DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorBody> {
@@ -410,8 +389,8 @@ async fn handle(
     state: &AppState,
     p: &Principal,
     request: RequestFrame,
-    out: &Outgoing,
-) -> Result<RawResult, ErrorBody> {
+    events: &EventOut,
+) -> Reply {
     match request.method.as_str() {
         "browser.list" => {
             let list = super::browsers::browser_list(state, p)
@@ -428,19 +407,19 @@ async fn handle(
             let req: StartSessionRequest = params_of(request.params)?;
             let session = lifecycle::start(state, p, req).await?;
             // Push this session's events on this socket.
-            let mut events = session.subscribe();
-            let out = out.clone();
+            let mut session_events = session.subscribe();
+            let (frames, ended) = (events.frames.clone(), events.ended.clone());
             tokio::spawn(async move {
                 loop {
                     let event = tokio::select! {
-                        e = events.recv() => match e {
+                        e = session_events.recv() => match e {
                             Ok(e) => e,
                             Err(_) => break,
                         },
-                        _ = out.ended.cancelled() => break,
+                        _ = ended.cancelled() => break,
                     };
                     let last = matches!(event, SessionEvent::SessionEnded { .. });
-                    if out.send(event_frame(&event)).await.is_err() || last {
+                    if frames.send(event_frame(&event)).await.is_err() || last {
                         break;
                     }
                 }

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use futures_util::{FutureExt, SinkExt};
+use futures_util::FutureExt;
 use latchkey_protocol::{CloseCode, Frame};
 use tokio::time::timeout;
 use tracing::{Instrument, info, info_span};
@@ -183,14 +183,7 @@ impl Connection {
     /// in one write, not one each. The stall bound covers the whole batch.
     async fn send_batch(&mut self, frames: std::collections::VecDeque<String>) -> Result<(), End> {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
-        let socket = &mut self.socket;
-        let write = async move {
-            for text in frames {
-                telemetry::frame("out", "device", text.len());
-                socket.feed(Message::Text(text.into())).await?;
-            }
-            socket.flush().await
-        };
+        let write = crate::transport::write_text_frames(&mut self.socket, frames, "device");
         stall_bounded(stall, write).await
     }
 

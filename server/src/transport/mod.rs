@@ -69,6 +69,25 @@ pub fn websocket_settings<F>(
         .max_frame_size(limits.max_message_bytes)
 }
 
+/// Write `frames` as text messages with one flush after the last, counting each for
+/// `peer` ("device" or "agent"): frames that are ready together leave in one write.
+pub async fn write_text_frames<S>(
+    sink: &mut S,
+    frames: impl IntoIterator<Item = String>,
+    peer: &'static str,
+) -> Result<(), axum::Error>
+where
+    S: futures_util::Sink<axum::extract::ws::Message, Error = axum::Error> + Unpin,
+{
+    use futures_util::SinkExt;
+    for text in frames {
+        crate::telemetry::metrics::frame("out", peer, text.len());
+        sink.feed(axum::extract::ws::Message::Text(text.into()))
+            .await?;
+    }
+    sink.flush().await
+}
+
 /// The close code RFC 6455 asks for when reading a WebSocket failed because the
 /// peer broke the protocol (1002), sent a text message that is not UTF-8 (1007) or a
 /// message over the size cap (1009). `None` when the peer just went away.
