@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::fleet::{self, Behaviour, Fleet, Report};
-use crate::procfs::{Machine, machine};
+use crate::procfs::{Machine, ProcSample, machine};
 use crate::target::{Latchkeyd, Relay, ServerOptions};
 
 const BACK_DEADLINE: Duration = Duration::from_secs(120);
@@ -24,6 +24,10 @@ pub struct Run {
     pub refused_other: u64,
     pub failures: u64,
     pub first_failure: Option<String>,
+    /// The server's CPU time (user + system, from /proc) from the drop until the
+    /// last device was back: what the storm cost it, apart from the generator.
+    #[serde(default)]
+    pub server_cpu_secs: f64,
     /// (seconds since the drop, devices back), about 100 points.
     pub curve: Vec<(f64, usize)>,
 }
@@ -36,11 +40,18 @@ pub struct StormReport {
     pub runs: Vec<Run>,
 }
 
-async fn storm(name: &str, fleet: &mut Fleet, jitter: Duration) -> anyhow::Result<Run> {
+async fn storm(
+    name: &str,
+    fleet: &mut Fleet,
+    jitter: Duration,
+    sample: &dyn Fn() -> anyhow::Result<ProcSample>,
+) -> anyhow::Result<Run> {
     fleet.clear_reports();
+    let cpu_before = sample()?.cpu_secs;
     let start = Instant::now();
     fleet.reconnect_all(jitter);
     let reports = fleet.all_back(BACK_DEADLINE).await?;
+    let server_cpu_secs = sample()?.cpu_secs - cpu_before;
     let mut back = Vec::with_capacity(fleet.size);
     let (mut refused_503, mut refused_other, mut failures) = (0, 0, 0);
     let mut first_failure = None;
@@ -83,6 +94,7 @@ async fn storm(name: &str, fleet: &mut Fleet, jitter: Duration) -> anyhow::Resul
         refused_other,
         failures,
         first_failure,
+        server_cpu_secs,
         curve,
     })
 }
@@ -101,7 +113,7 @@ pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormRe
     let mut f = Fleet::launch(exts, behaviour(false));
     f.wait_online(devices, BACK_DEADLINE).await?;
     for &j in jitters {
-        runs.push(storm("relay", &mut f, j).await?);
+        runs.push(storm("relay", &mut f, j, &relay.sampler()).await?);
     }
     f.stop().await;
     relay.stop().await;
@@ -116,7 +128,7 @@ pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormRe
     let mut f = Fleet::launch(exts, behaviour(true));
     f.wait_online(devices, BACK_DEADLINE).await?;
     for &j in jitters {
-        runs.push(storm("latchkeyd", &mut f, j).await?);
+        runs.push(storm("latchkeyd", &mut f, j, &server.sampler()).await?);
     }
     f.stop().await;
     server.stop().await;
@@ -133,14 +145,17 @@ pub fn print(r: &StormReport) {
         "storm: {} WSS devices drop and dial again at once",
         r.devices
     );
-    println!("target      jitter   half back  all back  503s    other refusals  failures");
+    println!(
+        "target      jitter   half back  all back  server CPU s  503s    other refusals  failures"
+    );
     for run in &r.runs {
         println!(
-            "{:<11} {:<8} {:<10} {:<9} {:<7} {:<15} {}{}",
+            "{:<11} {:<8} {:<10} {:<9} {:<13} {:<7} {:<15} {}{}",
             run.target,
             format!("{} ms", run.jitter_ms),
             format!("{:.2}s", run.half_back_secs),
             format!("{:.2}s", run.all_back_secs),
+            format!("{:.2}", run.server_cpu_secs),
             run.refused_503,
             run.refused_other,
             run.failures,

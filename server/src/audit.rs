@@ -99,14 +99,21 @@ impl Audit {
         self.record_rows(priority, None, e).await;
     }
 
-    /// A device's last-seen time and an event about it (its disconnect), committed
-    /// together as one queued item.
-    pub async fn record_seen(&self, priority: Priority, device_id: &str, at: i64, e: Event<'_>) {
+    /// A device's last-seen time (and its browser, from a handshake) and an event
+    /// about it (its connect or disconnect), committed together as one queued item.
+    pub async fn record_seen(
+        &self,
+        priority: Priority,
+        device_id: &str,
+        at: i64,
+        browser: Option<(&str, &str)>,
+        e: Event<'_>,
+    ) {
         let seen = DeviceSeen {
             tenant_id: e.tenant_id.to_string(),
             device_id: device_id.to_string(),
             at,
-            browser: None,
+            browser: browser.map(|(n, v)| (n.to_string(), v.to_string())),
         };
         self.record_rows(priority, Some(seen), e).await;
     }
@@ -125,26 +132,6 @@ impl Audit {
         if let Err(err) = self.commit(priority, seen, Some(row)).await {
             tracing::warn!(error = %err, action, "audit event not written");
         }
-    }
-
-    /// Record when a device was last seen (and its browser, from a handshake).
-    /// Returns once committed, like a direct write, but shares the transaction
-    /// with whatever else is waiting.
-    pub async fn device_seen(
-        &self,
-        priority: Priority,
-        tenant_id: &str,
-        device_id: &str,
-        at: i64,
-        browser: Option<(&str, &str)>,
-    ) -> Result<(), StoreError> {
-        let seen = DeviceSeen {
-            tenant_id: tenant_id.to_string(),
-            device_id: device_id.to_string(),
-            at,
-            browser: browser.map(|(n, v)| (n.to_string(), v.to_string())),
-        };
-        self.commit(priority, Some(seen), None).await
     }
 
     async fn commit(

@@ -157,6 +157,7 @@ impl Connection {
                 Priority::Background,
                 &device.id,
                 last_seen,
+                None,
                 Event {
                     tenant_id: &device.tenant_id,
                     actor: audit::device_ref(&device.id),

@@ -80,6 +80,38 @@ pub struct DeviceSeen {
     pub browser: Option<(String, String)>,
 }
 
+impl DeviceSeen {
+    /// One row per device, as `seen` would leave it applied one after another in
+    /// time order: the latest time, and the browser of the latest row that has one.
+    /// Rows of equal time count in slice order. A batch can hold a device's
+    /// disconnect and its reconnect, queued in either order.
+    pub fn latest_per_device(seen: &[DeviceSeen]) -> Vec<DeviceSeen> {
+        let mut rows: Vec<DeviceSeen> = Vec::with_capacity(seen.len());
+        let mut index: std::collections::HashMap<(&str, &str), usize> =
+            std::collections::HashMap::with_capacity(seen.len());
+        // Browser of the kept row, with the time it was reported at.
+        let mut browser_at: Vec<i64> = Vec::with_capacity(seen.len());
+        for s in seen {
+            match index.get(&(s.tenant_id.as_str(), s.device_id.as_str())) {
+                None => {
+                    index.insert((&s.tenant_id, &s.device_id), rows.len());
+                    browser_at.push(s.at);
+                    rows.push(s.clone());
+                }
+                Some(&i) => {
+                    let row = &mut rows[i];
+                    row.at = row.at.max(s.at);
+                    if s.browser.is_some() && (row.browser.is_none() || s.at >= browser_at[i]) {
+                        row.browser.clone_from(&s.browser);
+                        browser_at[i] = s.at;
+                    }
+                }
+            }
+        }
+        rows
+    }
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Which backend this is, for logs and `check-config`.

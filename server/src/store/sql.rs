@@ -15,6 +15,10 @@ macro_rules! device_columns {
 
 pub(super) use device_columns;
 
+/// Rows in one multi-row statement: 7 parameters each stays far under SQLite's
+/// 32,766 and PostgreSQL's 65,535.
+pub(crate) const ROWS_PER_STATEMENT: usize = 256;
+
 macro_rules! impl_sql_store {
     ($store:ty, $backend:literal, $migrator:expr) => {
         #[async_trait::async_trait]
@@ -398,46 +402,45 @@ macro_rules! impl_sql_store {
                 seen: &[$crate::store::DeviceSeen],
                 events: &[$crate::store::NewAuditEvent],
             ) -> Result<(), $crate::store::StoreError> {
+                // A storm commits thousands of rows at once: one statement per
+                // chunk, not per row (each statement is a round trip to the
+                // store's worker).
+                let seen = $crate::store::DeviceSeen::latest_per_device(seen);
                 let mut tx = self.pool.begin().await?;
-                for s in seen {
-                    match &s.browser {
-                        Some((name, version)) => {
-                            sqlx::query(
-                                "UPDATE device SET last_seen_at = $3, browser_name = $4, browser_version = $5 \
-                                 WHERE tenant_id = $1 AND id = $2",
-                            )
-                            .bind(&s.tenant_id)
-                            .bind(&s.device_id)
-                            .bind(s.at)
-                            .bind(name)
-                            .bind(version)
-                            .execute(&mut *tx)
-                            .await?;
-                        }
-                        None => {
-                            sqlx::query("UPDATE device SET last_seen_at = $3 WHERE tenant_id = $1 AND id = $2")
-                                .bind(&s.tenant_id)
-                                .bind(&s.device_id)
-                                .bind(s.at)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                    }
+                for chunk in seen.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+                    let mut q = sqlx::QueryBuilder::new(
+                        "WITH seen (tenant_id, id, seen_at, browser_name, browser_version) AS (",
+                    );
+                    q.push_values(chunk, |mut row, s| {
+                        let (name, version) = s.browser.as_ref().map(|(n, v)| (n, v)).unzip();
+                        row.push_bind(&s.tenant_id)
+                            .push_bind(&s.device_id)
+                            .push_bind(s.at)
+                            .push_bind(name)
+                            .push_bind(version);
+                    });
+                    q.push(
+                        ") UPDATE device SET last_seen_at = seen.seen_at, \
+                         browser_name = COALESCE(seen.browser_name, device.browser_name), \
+                         browser_version = COALESCE(seen.browser_version, device.browser_version) \
+                         FROM seen WHERE device.tenant_id = seen.tenant_id AND device.id = seen.id",
+                    );
+                    q.build().execute(&mut *tx).await?;
                 }
-                for e in events {
-                    sqlx::query(
-                        "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    )
-                    .bind(&e.tenant_id)
-                    .bind(e.at)
-                    .bind(&e.actor)
-                    .bind(&e.action)
-                    .bind(&e.target)
-                    .bind(&e.outcome)
-                    .bind(&e.detail)
-                    .execute(&mut *tx)
-                    .await?;
+                for chunk in events.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+                    let mut q = sqlx::QueryBuilder::new(
+                        "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) ",
+                    );
+                    q.push_values(chunk, |mut row, e| {
+                        row.push_bind(&e.tenant_id)
+                            .push_bind(e.at)
+                            .push_bind(&e.actor)
+                            .push_bind(&e.action)
+                            .push_bind(&e.target)
+                            .push_bind(&e.outcome)
+                            .push_bind(&e.detail);
+                    });
+                    q.build().execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -45,7 +45,8 @@ impl Progress {
     pub(super) fn wait_began(&self) {
         if self.waiting_since.load(Ordering::Relaxed) == 0 {
             let now = self.ms_at(Instant::now());
-            self.waiting_since.store(now + 1, Ordering::Relaxed);
+            self.waiting_since
+                .store(now.saturating_add(1), Ordering::Relaxed);
         }
     }
 

@@ -9,7 +9,7 @@ use axum::extract::ws::Message;
 use latchkey_protocol::handshake::HandshakeParams;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame};
 use tokio::time::timeout;
-use tracing::{debug, info, info_span, warn};
+use tracing::{info, info_span, warn};
 
 use super::Connection;
 use crate::audit::{self, Event, Priority, action};
@@ -54,28 +54,9 @@ impl Connection {
         };
         let (id, params) = handshake?;
         let result = handshake::result();
-        // Everything the device's answer implies is in place before the answer: its
-        // browser is recorded and it is routable. Calls routed now wait in the
-        // outbox, which is written only after the handshake result.
-        let now = self.state.clock.now_ms();
-        let browser = (
-            params.browser.name.as_str(),
-            params.browser.version.as_str(),
-        );
-        if let Err(e) = self
-            .state
-            .audit
-            .device_seen(
-                Priority::Urgent,
-                &self.device.tenant_id,
-                &self.device.id,
-                now,
-                Some(browser),
-            )
-            .await
-        {
-            debug!(error = %e, "browser info not recorded");
-        }
+        // Everything the device's answer implies is in place before the answer: it
+        // is routable, and its browser and the connect are recorded. Calls routed
+        // now wait in the outbox, which is written only after the handshake result.
         // A new socket is a new extension control plane: sessions bound to this
         // device from an older socket are gone (contract §3.3).
         self.state
@@ -111,13 +92,15 @@ impl Connection {
             .store(true, Ordering::Relaxed);
         self.handshaken = true;
         metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
-        self.send_frame(Frame::Success(SuccessFrame { id, result }))
-            .await?;
-        info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
+        // One queued item, one wait: the browser record and the connect event share
+        // the audit writer's next transaction.
         self.state
             .audit
-            .record_with(
-                Priority::Background,
+            .record_seen(
+                Priority::Urgent,
+                &self.device.id,
+                self.state.clock.now_ms(),
+                Some((&params.browser.name, &params.browser.version)),
                 Event {
                     tenant_id: &self.device.tenant_id,
                     actor: audit::device_ref(&self.device.id),
@@ -131,6 +114,9 @@ impl Connection {
                 },
             )
             .await;
+        self.send_frame(Frame::Success(SuccessFrame { id, result }))
+            .await?;
+        info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
         Ok(())
     }
 

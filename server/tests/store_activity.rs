@@ -1,0 +1,147 @@
+//! The group commit's store write (`Store::record_activity`) on SQLite and on the
+//! machine's PostgreSQL: a batch larger than one statement, holding a device's
+//! reconnect and its disconnect in the order the audit writer queues them (urgent
+//! first), leaves each device as the latest event says, touches no other tenant's
+//! device, and keeps every audit row in order.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_server::store::{
+    DeviceSeen, NewAuditEvent, NewDevice, PostgresStore, SqliteStore, Store, TenantRecord,
+};
+use latchkey_testkit::Backend;
+use latchkey_testkit::server::ScratchDatabase;
+
+/// More devices than one statement carries (`ROWS_PER_STATEMENT` is 256).
+const DEVICES: usize = 300;
+
+async fn exercise(store: Arc<dyn Store>) {
+    store.migrate().await.expect("migrate");
+    for t in ["t1", "t2"] {
+        store
+            .create_tenant(&TenantRecord {
+                id: t.into(),
+                name: format!("{t}-name"),
+                created_at: 1,
+            })
+            .await
+            .expect("tenant");
+    }
+    let device = |n: usize| format!("d{n:04}");
+    for n in 0..DEVICES {
+        store
+            .ensure_local_device(
+                "t1",
+                &NewDevice {
+                    id: device(n),
+                    label: "lab".into(),
+                    token_hash: format!("{n:064x}"),
+                    created_at: 1,
+                    expires_at: i64::MAX / 2,
+                    renew_after: i64::MAX / 4,
+                },
+            )
+            .await
+            .expect("device");
+    }
+    let seen = |n: usize, at: i64, browser: Option<&str>| DeviceSeen {
+        tenant_id: "t1".into(),
+        device_id: device(n),
+        at,
+        browser: browser.map(|b| (b.to_string(), format!("{b}-1"))),
+    };
+    // The reconnect (urgent, with its browser) is queued ahead of the disconnect
+    // that came before it.
+    let mut rows = Vec::new();
+    for n in 0..DEVICES {
+        rows.push(seen(n, 2_000 + n as i64, Some("Chromium")));
+    }
+    for n in 0..DEVICES {
+        rows.push(seen(n, 1_000 + n as i64, None));
+    }
+    // The same device id named under another tenant changes nothing.
+    rows.push(DeviceSeen {
+        tenant_id: "t2".into(),
+        ..seen(0, 9_999, Some("Foreign"))
+    });
+    let events: Vec<NewAuditEvent> = (0..DEVICES)
+        .map(|n| NewAuditEvent {
+            tenant_id: "t1".into(),
+            at: 3_000 + n as i64,
+            actor: format!("device:{}", device(n)),
+            action: "device.connect".into(),
+            target: format!("device:{}", device(n)),
+            outcome: "ok".into(),
+            detail: (n % 2 == 0).then(|| format!("detail {n}")),
+        })
+        .collect();
+    store
+        .record_activity(&rows, &events)
+        .await
+        .expect("one batch");
+
+    let devices = store.list_devices("t1").await.expect("list");
+    assert_eq!(devices.len(), DEVICES);
+    for d in &devices {
+        let n: usize = d.id[1..].parse().expect("number");
+        assert_eq!(d.last_seen_at, Some(2_000 + n as i64), "{}", d.id);
+        assert_eq!(d.browser_name.as_deref(), Some("Chromium"), "{}", d.id);
+        assert_eq!(d.browser_version.as_deref(), Some("Chromium-1"), "{}", d.id);
+    }
+    // A later row without a browser keeps the stored one.
+    store
+        .record_activity(&[seen(7, 5_000, None)], &[])
+        .await
+        .expect("second batch");
+    let d7 = store
+        .device("t1", &device(7))
+        .await
+        .expect("read")
+        .expect("d7");
+    assert_eq!(d7.last_seen_at, Some(5_000));
+    assert_eq!(d7.browser_name.as_deref(), Some("Chromium"));
+
+    let audit = store.list_audit("t1", None, 1_000).await.expect("audit");
+    assert_eq!(audit.len(), DEVICES);
+    // Newest first: the rows were written in the order given.
+    let ats: Vec<i64> = audit.iter().rev().map(|r| r.at).collect();
+    assert_eq!(
+        ats,
+        (0..DEVICES).map(|n| 3_000 + n as i64).collect::<Vec<_>>()
+    );
+    let last = audit.first().expect("a row");
+    assert_eq!(last.detail, None);
+    assert_eq!(audit[1].detail.as_deref(), Some("detail 298"));
+    assert!(
+        store
+            .list_audit("t2", None, 10)
+            .await
+            .expect("t2")
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn activity_batches_on_sqlite() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = SqliteStore::open(dir.path(), Duration::from_secs(5))
+        .await
+        .expect("open");
+    exercise(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn activity_batches_on_postgres() {
+    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+        return;
+    };
+    let db = ScratchDatabase::create(&admin_url).await.expect("database");
+    let store = PostgresStore::connect(&db.url, Duration::from_secs(5))
+        .await
+        .expect("connect");
+    exercise(Arc::new(store)).await;
+    db.drop_database().await;
+}
