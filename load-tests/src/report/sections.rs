@@ -274,19 +274,21 @@ pub(super) fn storm(md: &mut String, r: &Results, charts: &Path) -> anyhow::Resu
          handshake). Devices retry per `Retry-After` on 503 and back off on anything else. \
          The generator has at most {} dials in flight (from the dial to the end of the \
          handshake), so that it writes each connected socket's ClientHello at once, as \
-         separate machines would; see the notes.\n",
+         separate machines would; see the notes. Server CPU is the server process's user \
+         plus system time from the drop until the last device was back.\n",
         s.devices,
         crate::fleet::DIALS_IN_FLIGHT
     );
-    md.push_str("| target | jitter | half back | all back | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    md.push_str("| target | jitter | half back | all back | server CPU | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for x in &s.runs {
         let _ = writeln!(
             md,
-            "| {} | {} ms | {:.2} s | {:.2} s | {} | {} | {}{} |",
+            "| {} | {} ms | {:.2} s | {:.2} s | {:.2} s | {} | {} | {}{} |",
             x.target,
             x.jitter_ms,
             x.half_back_secs,
             x.all_back_secs,
+            x.server_cpu_secs,
             x.refused_503,
             x.refused_other,
             x.failures,
