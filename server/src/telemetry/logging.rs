@@ -18,7 +18,8 @@ const PER_CALL_SPANS: &[&str] = &["call", "agent_request"];
 
 /// Install the global subscriber. Safe to call once per process.
 pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Result<(), String> {
-    subscriber(format, traces)
+    let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    subscriber(format, traces, filter)
         .try_init()
         .map_err(|e| e.to_string())
 }
@@ -27,8 +28,10 @@ pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Re
 fn subscriber(
     format: LogFormat,
     traces: Option<&SdkTracerProvider>,
+    filter: EnvFilter,
 ) -> impl tracing::Subscriber + Send + Sync + 'static {
-    let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // The most verbose level the filter lets through, computed before it is moved.
+    let most_verbose = <EnvFilter as Layer<tracing_subscriber::Registry>>::max_level_hint(&filter);
     let base = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
@@ -46,17 +49,31 @@ fn subscriber(
     // gets them.
     let lines = lines.with_filter(filter_fn(not_per_call_span));
     let otel = traces.map(super::otel::layer);
-    // With no trace export nobody wants them, so their callsites are switched off
-    // for good. A per-layer filter alone does not do that: an absent (`None`) layer
-    // counts as interested in everything, so the registry still opened, entered and
-    // closed two spans per relayed call (about 5 % of a call's CPU, measured with
-    // `perf record` over `latchkey-load throughput`).
-    let no_call_spans = traces.is_none().then(|| filter_fn(not_per_call_span));
+    // The outermost gate does two things the layers below cannot.
+    // - With no trace export nobody wants the per-call spans, so their callsites are
+    //   switched off for good. A per-layer filter alone does not do that: an absent
+    //   (`None`) layer counts as interested in everything, so the registry still
+    //   opened, entered and closed two spans per relayed call (about 5 % of a call's
+    //   CPU, `perf record` over `latchkey-load throughput`).
+    // - It states the most verbose level anything is logged at. Without it the
+    //   per-layer filter leaves the stack with no level hint, which means TRACE:
+    //   every `trace!` in a dependency (tungstenite logs one per read) went through
+    //   the `log` bridge and the dispatcher only to be dropped by the filter, 7 % of
+    //   the server's CPU relaying 1 MiB results.
+    let keep_call_spans = traces.is_some();
+    let gate = filter_fn(move |meta| {
+        most_verbose.is_none_or(|level| meta.level() <= &level)
+            && (keep_call_spans || not_per_call_span(meta))
+    });
+    let gate = match most_verbose {
+        Some(level) => gate.with_max_level_hint(level),
+        None => gate,
+    };
     tracing_subscriber::registry()
         .with(filter)
         .with(lines)
         .with(otel)
-        .with(no_call_spans)
+        .with(gate)
 }
 
 fn not_per_call_span(meta: &tracing::Metadata<'_>) -> bool {
@@ -67,9 +84,26 @@ fn not_per_call_span(meta: &tracing::Metadata<'_>) -> bool {
 mod tests {
     use super::*;
 
+    fn info() -> EnvFilter {
+        EnvFilter::new("info")
+    }
+
+    #[test]
+    fn the_stack_states_the_filters_level() {
+        use tracing::Subscriber;
+        use tracing_subscriber::filter::LevelFilter;
+        let provider = SdkTracerProvider::builder().build();
+        for traces in [None, Some(&provider)] {
+            let at_info = subscriber(LogFormat::Human, traces, info());
+            assert_eq!(at_info.max_level_hint(), Some(LevelFilter::INFO));
+            let at_debug = subscriber(LogFormat::Json, traces, EnvFilter::new("debug"));
+            assert_eq!(at_debug.max_level_hint(), Some(LevelFilter::DEBUG));
+        }
+    }
+
     #[test]
     fn per_call_spans_exist_only_when_traces_are_exported() {
-        let without = subscriber(LogFormat::Human, None);
+        let without = subscriber(LogFormat::Human, None, info());
         tracing::subscriber::with_default(without, || {
             assert!(tracing::info_span!("call").is_disabled());
             assert!(tracing::info_span!("agent_request").is_disabled());
@@ -77,7 +111,7 @@ mod tests {
             assert!(!tracing::info_span!("agent_socket").is_disabled());
         });
         let provider = SdkTracerProvider::builder().build();
-        let with = subscriber(LogFormat::Human, Some(&provider));
+        let with = subscriber(LogFormat::Human, Some(&provider), info());
         tracing::subscriber::with_default(with, || {
             assert!(!tracing::info_span!("call").is_disabled());
             assert!(!tracing::info_span!("agent_request").is_disabled());
