@@ -85,6 +85,16 @@ impl LoopResult {
         }
         self.latencies.extend(other.latencies);
     }
+
+    /// Add a later run of the same loop: its calls and its time.
+    pub fn then(&mut self, other: LoopResult) {
+        self.elapsed += other.elapsed;
+        self.merge(other);
+    }
+
+    pub fn calls_per_sec(&self) -> f64 {
+        self.calls as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+    }
 }
 
 /// Run every socket's loop and add their results up.

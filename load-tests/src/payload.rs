@@ -1,5 +1,6 @@
 //! Large results: the device answers every call with `size` bytes of data; one call
-//! at a time through latchkeyd's agent socket and through the bare relay.
+//! at a time through latchkeyd's agent socket and through the bare relay, in
+//! alternating rounds.
 
 use std::time::Duration;
 
@@ -26,9 +27,39 @@ pub struct PayloadReport {
     pub machine: Machine,
     pub seconds_per_point: f64,
     pub points: Vec<Point>,
-    /// latchkeyd / relay MiB/s, per size.
+    /// latchkeyd / relay MiB/s over all rounds, per size.
     pub ratios: Vec<(usize, f64)>,
+    /// The spread of the rounds' ratios, per size (absent in runs before rounds).
+    #[serde(default)]
+    pub round_ratios: Vec<(usize, RoundSpread)>,
 }
+
+/// The spread of the per-round ratios at one size.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct RoundSpread {
+    pub rounds: usize,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl RoundSpread {
+    fn of(mut ratios: Vec<f64>) -> Option<Self> {
+        ratios.sort_by(f64::total_cmp);
+        Some(Self {
+            rounds: ratios.len(),
+            min: *ratios.first()?,
+            median: ratios[ratios.len() / 2],
+            max: *ratios.last()?,
+        })
+    }
+}
+
+/// Each size is measured in this many rounds, the two targets taking turns (and
+/// turns at going first), so that a host that speeds up or slows down during the
+/// run weighs on both alike: on a shared virtual machine the relay's own rate moved
+/// by a factor of 1.7 within an hour (load-tests/notes.md).
+pub const ROUNDS: u32 = 10;
 
 pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport> {
     let server = Latchkeyd::start(&ServerOptions {
@@ -40,6 +71,7 @@ pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport>
     let relay = Relay::start(false).await?;
     let mut points = Vec::new();
     let mut ratios = Vec::new();
+    let mut spreads = Vec::new();
     for &bytes in sizes {
         let mut on_relay = pairs::on_relay(&relay, 1, bytes).await?;
         let mut on_server = pairs::on_latchkeyd(&server, 1, 1, bytes).await?;
@@ -54,22 +86,40 @@ pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport>
                 / r.elapsed.as_secs_f64(),
             latency: summarize(r.latencies),
         };
-        let d = Duration::from_secs_f64(seconds);
         let warm = Duration::from_secs_f64(seconds.min(1.0) / 2.0);
         agents::closed_loop(&mut on_relay.agents, 1, warm, 0).await?;
         agents::closed_loop(&mut on_server.agents, 1, warm, 0).await?;
-        let relay_point = measure(
-            "relay",
-            agents::closed_loop(&mut on_relay.agents, 1, d, 0).await?,
-        );
-        let server_point = measure(
-            "latchkeyd",
-            agents::closed_loop(&mut on_server.agents, 1, d, 0).await?,
-        );
+        let round = Duration::from_secs_f64(seconds / f64::from(ROUNDS));
+        let (mut relay_total, mut server_total) = Default::default();
+        let mut round_ratios = Vec::new();
+        for n in 0..ROUNDS {
+            let (relay_round, server_round) = if n % 2 == 0 {
+                let r = agents::closed_loop(&mut on_relay.agents, 1, round, 0).await?;
+                (
+                    r,
+                    agents::closed_loop(&mut on_server.agents, 1, round, 0).await?,
+                )
+            } else {
+                let s = agents::closed_loop(&mut on_server.agents, 1, round, 0).await?;
+                (
+                    agents::closed_loop(&mut on_relay.agents, 1, round, 0).await?,
+                    s,
+                )
+            };
+            round_ratios
+                .push(server_round.calls_per_sec() / relay_round.calls_per_sec().max(0.001));
+            agents::LoopResult::then(&mut relay_total, relay_round);
+            agents::LoopResult::then(&mut server_total, server_round);
+        }
+        let relay_point = measure("relay", relay_total);
+        let server_point = measure("latchkeyd", server_total);
         ratios.push((
             bytes,
             server_point.mib_per_sec / relay_point.mib_per_sec.max(0.001),
         ));
+        if let Some(spread) = RoundSpread::of(round_ratios) {
+            spreads.push((bytes, spread));
+        }
         points.push(relay_point);
         points.push(server_point);
         on_relay.stop().await;
@@ -83,6 +133,7 @@ pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport>
         seconds_per_point: seconds,
         points,
         ratios,
+        round_ratios: spreads,
     })
 }
 
@@ -110,6 +161,25 @@ pub fn print(r: &PayloadReport) {
         }
     }
     for (bytes, ratio) in &r.ratios {
-        println!("latchkeyd / relay at {} KiB: {ratio:.2}x", bytes / 1024);
+        let spread = spread_note(r, *bytes, "x");
+        println!(
+            "latchkeyd / relay at {} KiB: {ratio:.2}x{spread}",
+            bytes / 1024
+        );
     }
+}
+
+/// "; 10 rounds from 0.71x to 1.10x, median 0.93x" for a size measured in rounds
+/// (`times` is the sign after each ratio).
+pub fn spread_note(r: &PayloadReport, bytes: usize, times: &str) -> String {
+    r.round_ratios
+        .iter()
+        .find(|(b, _)| *b == bytes)
+        .map(|(_, s)| {
+            format!(
+                "; {} rounds from {:.2}{times} to {:.2}{times}, median {:.2}{times}",
+                s.rounds, s.min, s.max, s.median
+            )
+        })
+        .unwrap_or_default()
 }

@@ -27,6 +27,31 @@ async fn open(server: &TestServer, token: &str) -> Result<Ws, tungstenite::Error
     connect_async(req).await.map(|(ws, _)| ws)
 }
 
+/// A real server with one agent, one browser online (its `tool.hang` never
+/// answers) and the agent's socket open.
+struct Setup {
+    server: TestServer,
+    device: String,
+    browser: FakeBrowser,
+    ws: Ws,
+}
+
+async fn setup() -> Setup {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (device, browser) = server
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
+        .await
+        .expect("browser");
+    let ws = open(&server, &agent.token).await.expect("socket");
+    Setup {
+        server,
+        device,
+        browser,
+        ws,
+    }
+}
+
 async fn send(ws: &mut Ws, value: Value) {
     ws.send(Message::text(value.to_string()))
         .await
@@ -91,13 +116,12 @@ fn count(browser: &FakeBrowser, method: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_socket_end_to_end() {
-    let server = TestServer::start(Backend::Sqlite).await.expect("server");
-    let agent = server.new_agent().await.expect("agent");
-    let (device, browser) = server
-        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
-        .await
-        .expect("browser");
-    let mut ws = open(&server, &agent.token).await.expect("socket");
+    let Setup {
+        server,
+        device,
+        browser,
+        mut ws,
+    } = setup().await;
     let mut events = Vec::new();
 
     send(&mut ws, json!({"id": "1", "method": "browser.list"})).await;
@@ -226,13 +250,12 @@ async fn answers_until(ws: &mut Ws, last: &str) -> Vec<Frame> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_is_answered_exactly_once() {
-    let server = TestServer::start(Backend::Sqlite).await.expect("server");
-    let agent = server.new_agent().await.expect("agent");
-    let (_device, _browser) = server
-        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
-        .await
-        .expect("browser");
-    let mut ws = open(&server, &agent.token).await.expect("socket");
+    let Setup {
+        server,
+        browser: _browser,
+        mut ws,
+        ..
+    } = setup().await;
     let mut events = Vec::new();
     send(
         &mut ws,

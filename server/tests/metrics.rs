@@ -13,27 +13,8 @@ use latchkey_testkit::extension::new_token;
 use latchkey_testkit::{Action, Backend, TestServer, wait_until};
 use serde_json::json;
 
-/// `name{labels} value` lines into a map (labels as written by the exporter).
-fn parse(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let (key, value) = l.rsplit_once(' ')?;
-            Some((key.to_string(), value.parse().ok()?))
-        })
-        .collect()
-}
-
 async fn scrape(server: &TestServer) -> HashMap<String, f64> {
-    let addr = server.metrics_addr().expect("metrics listener");
-    let resp = server
-        .http
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await
-        .expect("scrape");
-    assert_eq!(resp.status().as_u16(), 200);
-    parse(&resp.text().await.expect("body"))
+    server.metrics().await.expect("scrape")
 }
 
 fn value(m: &HashMap<String, f64>, key: &str) -> f64 {

@@ -49,20 +49,10 @@ async fn an_unreachable_collector_drops_and_counts_spans() {
             r.body
         );
     }
-    let metrics = format!("http://{}/metrics", server.metrics_addr().expect("metrics"));
     let dropped = || async {
-        let text = server
-            .http
-            .get(&metrics)
-            .send()
-            .await
-            .expect("scrape")
-            .text()
-            .await
-            .expect("body");
-        text.lines()
-            .find_map(|l| l.strip_prefix("latchkey_spans_dropped_total "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
+        let m = server.metrics().await.expect("scrape");
+        m.get("latchkey_spans_dropped_total")
+            .copied()
             .unwrap_or(0.0)
     };
     assert!(

@@ -102,26 +102,14 @@ async fn a_panic_in_one_connection_leaves_the_others_alone() {
     );
 
     // Counted.
-    let metrics = http
-        .get(format!(
-            "http://{}/metrics",
-            daemon.metrics_addr.clone().expect("metrics address")
-        ))
-        .send()
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("body");
-    assert!(
-        metrics.contains("latchkey_task_panics_total{task=\"device_connection\"} 1"),
-        "{}",
-        metrics
-            .lines()
-            .filter(|l| l.contains("panic"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    let metrics = latchkey_testkit::metrics::scrape(
+        &http,
+        daemon.metrics_addr.clone().expect("metrics address"),
+    )
+    .await
+    .expect("scrape");
+    let panics = "latchkey_task_panics_total{task=\"device_connection\"}";
+    assert_eq!(metrics.get(panics), Some(&1.0), "{metrics:?}");
 
     // A comes back normally.
     let _again = a_ext.connect_online().await.expect("A reconnects");

@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod echo;
 pub mod extension;
 pub mod logs;
+pub mod metrics;
 pub mod server;
 pub mod tls;
 

@@ -331,6 +331,14 @@ impl TestServer {
         self.handle().metrics_addr
     }
 
+    /// Every sample on the metrics listener (see [`crate::metrics::scrape`]).
+    pub async fn metrics(&self) -> anyhow::Result<std::collections::HashMap<String, f64>> {
+        let addr = self
+            .metrics_addr()
+            .ok_or_else(|| anyhow::anyhow!("no metrics listener"))?;
+        crate::metrics::scrape(&self.http, addr).await
+    }
+
     pub fn addr(&self) -> std::net::SocketAddr {
         self.handle().public_addr
     }

@@ -211,8 +211,11 @@ pub(super) fn payload(md: &mut String, r: &Results) {
     let _ = writeln!(
         md,
         "## Large payloads\n\n`payload`: the device answers every call with a result of the \
-         given size; one call at a time for {:.0} s per size.\n",
-        p.seconds_per_point
+         given size; one call at a time for {:.0} s per size and target, in {} alternating \
+         rounds (the two targets take turns, and turns at going first, so that a host \
+         that speeds up or slows down weighs on both alike).\n",
+        p.seconds_per_point,
+        crate::payload::ROUNDS
     );
     md.push_str("| target | result size | calls | MiB/s | p50 | p99 |\n| --- | --- | --- | --- | --- | --- |\n");
     for x in &p.points {
@@ -230,9 +233,16 @@ pub(super) fn payload(md: &mut String, r: &Results) {
     let ratios: Vec<String> = p
         .ratios
         .iter()
-        .map(|(b, r)| format!("{r:.2}× at {} KiB", b / 1024))
+        .map(|(b, r)| {
+            let spread = crate::payload::spread_note(p, *b, "×");
+            format!("{r:.2}× at {} KiB{spread}", b / 1024)
+        })
         .collect();
-    let _ = writeln!(md, "\nlatchkeyd / relay: {}.\n", ratios.join(", "));
+    let _ = writeln!(
+        md,
+        "\nlatchkeyd / relay over all rounds: {}.\n",
+        ratios.join("; ")
+    );
 }
 
 pub(super) fn handshake(md: &mut String, r: &Results) {

@@ -86,29 +86,27 @@ impl DeviceSeen {
     /// Rows of equal time count in slice order. A batch can hold a device's
     /// disconnect and its reconnect, queued in either order.
     pub fn latest_per_device(seen: &[DeviceSeen]) -> Vec<DeviceSeen> {
-        let mut rows: Vec<DeviceSeen> = Vec::with_capacity(seen.len());
+        // Each kept row with the time its browser was reported at.
+        let mut rows: Vec<(DeviceSeen, i64)> = Vec::with_capacity(seen.len());
         let mut index: std::collections::HashMap<(&str, &str), usize> =
             std::collections::HashMap::with_capacity(seen.len());
-        // Browser of the kept row, with the time it was reported at.
-        let mut browser_at: Vec<i64> = Vec::with_capacity(seen.len());
         for s in seen {
             match index.get(&(s.tenant_id.as_str(), s.device_id.as_str())) {
                 None => {
                     index.insert((&s.tenant_id, &s.device_id), rows.len());
-                    browser_at.push(s.at);
-                    rows.push(s.clone());
+                    rows.push((s.clone(), s.at));
                 }
                 Some(&i) => {
-                    let row = &mut rows[i];
+                    let (row, browser_at) = &mut rows[i];
                     row.at = row.at.max(s.at);
-                    if s.browser.is_some() && (row.browser.is_none() || s.at >= browser_at[i]) {
+                    if s.browser.is_some() && (row.browser.is_none() || s.at >= *browser_at) {
                         row.browser.clone_from(&s.browser);
-                        browser_at[i] = s.at;
+                        *browser_at = s.at;
                     }
                 }
             }
         }
-        rows
+        rows.into_iter().map(|(row, _)| row).collect()
     }
 }
 
