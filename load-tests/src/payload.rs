@@ -169,7 +169,7 @@ pub fn print(r: &PayloadReport) {
     }
 }
 
-/// "; 10 rounds from 0.71x to 1.10x, median 0.93x" for a size measured in rounds
+/// " (10 rounds from 0.71x to 1.10x, median 0.93x)" for a size measured in rounds
 /// (`times` is the sign after each ratio).
 pub fn spread_note(r: &PayloadReport, bytes: usize, times: &str) -> String {
     r.round_ratios
@@ -177,7 +177,7 @@ pub fn spread_note(r: &PayloadReport, bytes: usize, times: &str) -> String {
         .find(|(b, _)| *b == bytes)
         .map(|(_, s)| {
             format!(
-                "; {} rounds from {:.2}{times} to {:.2}{times}, median {:.2}{times}",
+                " ({} rounds from {:.2}{times} to {:.2}{times}, median {:.2}{times})",
                 s.rounds, s.min, s.max, s.median
             )
         })

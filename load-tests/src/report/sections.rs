@@ -241,7 +241,7 @@ pub(super) fn payload(md: &mut String, r: &Results) {
     let _ = writeln!(
         md,
         "\nlatchkeyd / relay over all rounds: {}.\n",
-        ratios.join("; ")
+        ratios.join(", ")
     );
 }
 
