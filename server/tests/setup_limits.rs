@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use latchkey_testkit::hostile::dribble_headers;
 use latchkey_testkit::{Backend, TestServer, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -113,28 +114,8 @@ async fn dribbled_headers_time_out_while_a_client_is_served() {
     let closed = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::with_capacity(HOLD);
     for _ in 0..HOLD {
-        let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
-        let closed = closed.clone();
-        tasks.push(tokio::spawn(async move {
-            stream
-                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-                .await
-                .expect("request line");
-            let mut buf = [0u8; 256];
-            // One header byte every 100 ms, never finishing; bounded by the deadline.
-            let give_up = tokio::time::Instant::now() + DEADLINE;
-            while tokio::time::Instant::now() < give_up {
-                if stream.write_all(b"X").await.is_err() {
-                    break;
-                }
-                let read =
-                    tokio::time::timeout(Duration::from_millis(100), stream.read(&mut buf)).await;
-                if let Ok(Ok(0) | Err(_)) = read {
-                    break;
-                }
-            }
-            closed.fetch_add(1, Ordering::Relaxed);
-        }));
+        let task = dribble_headers(server.addr(), closed.clone(), DEADLINE).await;
+        tasks.push(task.expect("dribbler"));
     }
     served_while_all_close(server, &closed, tasks, "dribbling").await;
 }

@@ -10,6 +10,7 @@ pub mod browser;
 pub mod daemon;
 pub mod echo;
 pub mod extension;
+pub mod hostile;
 pub mod logs;
 pub mod metrics;
 pub mod server;
