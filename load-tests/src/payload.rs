@@ -35,22 +35,35 @@ pub struct PayloadReport {
 }
 
 /// The spread of the per-round ratios at one size.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RoundSpread {
     pub rounds: usize,
     pub min: f64,
+    /// The middle ratio; with an even number of rounds, the mean of the two middle ones.
     pub median: f64,
     pub max: f64,
+    /// Every round's ratio, in the order the rounds ran.
+    #[serde(default)]
+    pub ratios: Vec<f64>,
 }
 
 impl RoundSpread {
-    fn of(mut ratios: Vec<f64>) -> Option<Self> {
-        ratios.sort_by(f64::total_cmp);
+    fn of(ratios: Vec<f64>) -> Option<Self> {
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let middle = sorted.get(n / 2)?;
+        let median = if n.is_multiple_of(2) {
+            (sorted[n / 2 - 1] + middle) / 2.0
+        } else {
+            *middle
+        };
         Some(Self {
-            rounds: ratios.len(),
-            min: *ratios.first()?,
-            median: ratios[ratios.len() / 2],
-            max: *ratios.last()?,
+            rounds: n,
+            min: *sorted.first()?,
+            median,
+            max: *sorted.last()?,
+            ratios,
         })
     }
 }
@@ -182,4 +195,19 @@ pub fn spread_note(r: &PayloadReport, bytes: usize, times: &str) -> String {
             )
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RoundSpread;
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        let even = RoundSpread::of(vec![4.0, 1.0, 3.0, 2.0]).expect("spread");
+        assert_eq!((even.min, even.median, even.max), (1.0, 2.5, 4.0));
+        assert_eq!(even.ratios, vec![4.0, 1.0, 3.0, 2.0]);
+        let odd = RoundSpread::of(vec![3.0, 1.0, 2.0]).expect("spread");
+        assert_eq!(odd.median, 2.0);
+        assert!(RoundSpread::of(Vec::new()).is_none());
+    }
 }
