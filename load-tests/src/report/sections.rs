@@ -208,14 +208,20 @@ pub(super) fn throughput(md: &mut String, r: &Results, charts: &Path) -> anyhow:
 
 pub(super) fn payload(md: &mut String, r: &Results) {
     let Some(p) = &r.payload else { return };
+    // The run's own round count: JSON from before the rounds has none.
+    let method = match p.round_ratios.first() {
+        Some((_, s)) => format!(
+            ", in {} alternating rounds (the two targets take turns, and turns at going \
+             first, so that a host that speeds up or slows down weighs on both alike)",
+            s.rounds
+        ),
+        None => String::new(),
+    };
     let _ = writeln!(
         md,
         "## Large payloads\n\n`payload`: the device answers every call with a result of the \
-         given size; one call at a time for {:.0} s per size and target, in {} alternating \
-         rounds (the two targets take turns, and turns at going first, so that a host \
-         that speeds up or slows down weighs on both alike).\n",
+         given size; one call at a time for {:.0} s per size and target{method}.\n",
         p.seconds_per_point,
-        crate::payload::ROUNDS
     );
     md.push_str("| target | result size | calls | MiB/s | p50 | p99 |\n| --- | --- | --- | --- | --- | --- |\n");
     for x in &p.points {
