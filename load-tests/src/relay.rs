@@ -13,8 +13,6 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -37,16 +35,14 @@ struct Lobby {
 }
 type Waiting = Arc<Mutex<Lobby>>;
 
-/// A rustls server config from PEM files.
+/// latchkeyd's own TLS server config from the same PEM files: the relay does
+/// exactly the TLS work latchkeyd does, so a handshake figure compares the rest.
 pub fn tls_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
-    let chain = CertificateDer::pem_file_iter(cert)?.collect::<Result<Vec<_>, _>>()?;
-    let key = PrivateKeyDer::from_pem_file(key)?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
-    Ok(Arc::new(config))
+    let files = latchkey_server::config::TlsFiles {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+    };
+    Ok(latchkey_server::transport::tls::load_server_config(&files)?)
 }
 
 /// Start the relay on two loopback ports; returns (device address, agent address).

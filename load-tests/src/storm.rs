@@ -28,6 +28,11 @@ pub struct Run {
     /// last device was back: what the storm cost it, apart from the generator.
     #[serde(default)]
     pub server_cpu_secs: f64,
+    /// The generator's own CPU time over the same span (this process: every
+    /// simulated device's TLS client, upgrade and handshake). With the server's, it
+    /// says whether the storm was bound by the two cores or by waiting.
+    #[serde(default)]
+    pub client_cpu_secs: f64,
     /// (seconds since the drop, devices back), about 100 points.
     pub curve: Vec<(f64, usize)>,
 }
@@ -47,11 +52,13 @@ async fn storm(
     sample: &dyn Fn() -> anyhow::Result<ProcSample>,
 ) -> anyhow::Result<Run> {
     fleet.clear_reports();
-    let cpu_before = sample()?.cpu_secs;
+    let own = || crate::procfs::sample(std::process::id());
+    let (cpu_before, own_before) = (sample()?.cpu_secs, own()?.cpu_secs);
     let start = Instant::now();
     fleet.reconnect_all(jitter);
     let reports = fleet.all_back(BACK_DEADLINE).await?;
     let server_cpu_secs = sample()?.cpu_secs - cpu_before;
+    let client_cpu_secs = own()?.cpu_secs - own_before;
     let mut back = Vec::with_capacity(fleet.size);
     let (mut refused_503, mut refused_other, mut failures) = (0, 0, 0);
     let mut first_failure = None;
@@ -95,6 +102,7 @@ async fn storm(
         failures,
         first_failure,
         server_cpu_secs,
+        client_cpu_secs,
         curve,
     })
 }
@@ -146,16 +154,17 @@ pub fn print(r: &StormReport) {
         r.devices
     );
     println!(
-        "target      jitter   half back  all back  server CPU s  503s    other refusals  failures"
+        "target      jitter   half back  all back  server CPU s  client CPU s  503s    other refusals  failures"
     );
     for run in &r.runs {
         println!(
-            "{:<11} {:<8} {:<10} {:<9} {:<13} {:<7} {:<15} {}{}",
+            "{:<11} {:<8} {:<10} {:<9} {:<13} {:<13} {:<7} {:<15} {}{}",
             run.target,
             format!("{} ms", run.jitter_ms),
             format!("{:.2}s", run.half_back_secs),
             format!("{:.2}s", run.all_back_secs),
             format!("{:.2}", run.server_cpu_secs),
+            format!("{:.2}", run.client_cpu_secs),
             run.refused_503,
             run.refused_other,
             run.failures,

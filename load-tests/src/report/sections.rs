@@ -291,20 +291,30 @@ pub(super) fn storm(md: &mut String, r: &Results, charts: &Path) -> anyhow::Resu
          The generator has at most {} dials in flight (from the dial to the end of the \
          handshake), so that it writes each connected socket's ClientHello at once, as \
          separate machines would; see the notes. Server CPU is the server process's user \
-         plus system time from the drop until the last device was back.\n",
+         plus system time from the drop until the last device was back; generator CPU is \
+         the load generator's own over the same span (every simulated device's TLS client, \
+         upgrade and handshake). Together they show how much of the two cores the storm \
+         kept busy: two cores give twice the all-back time.\n",
         s.devices,
         crate::fleet::DIALS_IN_FLIGHT
     );
-    md.push_str("| target | jitter | half back | all back | server CPU | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    md.push_str("| target | jitter | half back | all back | server CPU | generator CPU | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for x in &s.runs {
+        // Runs from before the generator's CPU was read have none.
+        let generator = if x.client_cpu_secs > 0.0 {
+            format!("{:.2} s", x.client_cpu_secs)
+        } else {
+            "—".to_string()
+        };
         let _ = writeln!(
             md,
-            "| {} | {} ms | {:.2} s | {:.2} s | {:.2} s | {} | {} | {}{} |",
+            "| {} | {} ms | {:.2} s | {:.2} s | {:.2} s | {} | {} | {} | {}{} |",
             x.target,
             x.jitter_ms,
             x.half_back_secs,
             x.all_back_secs,
             x.server_cpu_secs,
+            generator,
             x.refused_503,
             x.refused_other,
             x.failures,

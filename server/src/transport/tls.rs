@@ -1,5 +1,13 @@
 //! Native TLS: PEM files (read with `rustls-pki-types`) into a rustls server config.
 //! ALPN is `http/1.1` only: WebSocket upgrades need HTTP/1.1.
+//!
+//! No session resumption. rustls' default keeps the last 256 sessions in memory
+//! and sends two tickets for them after every handshake. A gateway holds thousands
+//! of long-lived device connections, so a device's session is long gone from such a
+//! cache by the time it reconnects, and one that reconnects after a restart or to
+//! another node has nothing to resume anyway; the tickets only cost every handshake
+//! two sealed messages, a cache insert under a lock and the resumption key
+//! derivation. Without them a reconnect is one full handshake, as it was in effect.
 
 use std::sync::Arc;
 
@@ -47,5 +55,7 @@ pub fn server_config(
         .with_single_cert(certs, key)
         .map_err(|e| TlsError::Config(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.send_tls13_tickets = 0;
+    config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
     Ok(Arc::new(config))
 }
