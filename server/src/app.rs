@@ -27,6 +27,9 @@ pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    /// Device upgrades read their grants through this, together when they arrive
+    /// together.
+    pub token_reads: crate::store::token_reads::TokenReads,
     pub config: Arc<Config>,
     pub clock: Clock,
     pub registry: DeviceRegistry,

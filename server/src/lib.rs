@@ -211,6 +211,7 @@ pub async fn bind_with_routes(
     let base = public_base(&config, public_addr);
     let state = AppState {
         audit: Audit::new(store.clone(), clock.clone()),
+        token_reads: store::token_reads::TokenReads::new(store.clone()),
         store,
         authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
             config.limits.authorize_per_minute,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use latchkey_testkit::{Backend, TestServer, wait_until};
 
-const TOKEN_READS: &str = "latchkey_store_query_seconds_count{op=\"device_by_token_hash\"}";
+const TOKEN_READS: &str = "latchkey_store_query_seconds_count{op=\"devices_by_token_hash\"}";
 const GRANT_READS: &str = "latchkey_store_query_seconds_count{op=\"device\"}";
 
 async fn store_reads(server: &TestServer) -> (f64, f64) {

@@ -63,7 +63,7 @@ async fn authenticate(
 ) -> Result<(DeviceRecord, HeaderValue), Refusal> {
     let (echo, token) = auth_subprotocol(headers)?;
     let hash = secret::hash(token);
-    match state.store.device_by_token_hash(&hash).await {
+    match state.token_reads.device(hash.clone()).await {
         Ok(Some(d)) if secret::ct_eq(&d.token_hash, &hash) && d.is_live(state.clock.now_ms()) => {
             Ok((d, echo))
         }

@@ -15,6 +15,7 @@ mod records;
 mod sql;
 mod sqlite;
 mod timed;
+pub mod token_reads;
 
 use async_trait::async_trait;
 
@@ -22,9 +23,11 @@ pub use error::StoreError;
 
 /// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
 pub const GRANT_BATCH: usize = 500;
+/// Token hashes per query when upgrades read their grants together.
+pub const TOKEN_BATCH: usize = 64;
 pub use postgres::PostgresStore;
 pub use records::*;
-pub use sqlite::{SQLITE_FILE, SqliteStore};
+pub use sqlite::{SQLITE_FILE, SQLITE_MAX_CONNECTIONS, SqliteStore};
 pub use timed::TimedStore;
 
 /// What `rotate_device_token` found.
@@ -165,8 +168,19 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<DeviceRecord>, StoreError>;
 
     // Devices.
+    /// The devices whose *current* token has one of these hashes, in any state, each
+    /// once, in no particular order (hashes nobody holds are simply missing). One query per
+    /// [`TOKEN_BATCH`] hashes: the upgrades of a reconnect storm read their grants
+    /// together ([`token_reads`]).
+    async fn devices_by_token_hash(
+        &self,
+        hashes: &[String],
+    ) -> Result<Vec<DeviceRecord>, StoreError>;
     /// The device whose *current* token has this hash, in any state.
-    async fn device_by_token_hash(&self, hash: &str) -> Result<Option<DeviceRecord>, StoreError>;
+    async fn device_by_token_hash(&self, hash: &str) -> Result<Option<DeviceRecord>, StoreError> {
+        let found = self.devices_by_token_hash(&[hash.to_string()]).await?;
+        Ok(found.into_iter().find(|d| d.token_hash == hash))
+    }
     /// The exact-retry rotation of contract §2.3, in one transaction.
     async fn rotate_device_token(
         &self,

@@ -222,12 +222,26 @@ macro_rules! impl_sql_store {
                 Ok(Some(device))
             }
 
-            async fn device_by_token_hash(&self, hash: &str) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
-                Ok(sqlx::query_as(concat!(
-                    "SELECT ", device_columns!(), " FROM device WHERE token_hash = $1"))
-                .bind(hash)
-                .fetch_optional(&self.pool)
-                .await?)
+            async fn devices_by_token_hash(&self, hashes: &[String]) -> Result<Vec<$crate::store::DeviceRecord>, $crate::store::StoreError> {
+                // Each hash once, or a hash repeated across chunks would return its
+                // device twice.
+                let hashes: Vec<&String> = hashes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+                let mut devices = Vec::with_capacity(hashes.len());
+                for batch in hashes.chunks($crate::store::TOKEN_BATCH) {
+                    let Some(last) = batch.last() else { continue };
+                    let mut query = sqlx::QueryBuilder::new(concat!(
+                        "SELECT ", device_columns!(), " FROM device WHERE token_hash IN ("));
+                    let mut list = query.separated(", ");
+                    // Padded with the last hash to a power of two: a handful of
+                    // statement shapes, each prepared once per pooled connection.
+                    let padded = batch.len().next_power_of_two();
+                    for hash in batch.iter().chain(std::iter::repeat(last)).take(padded) {
+                        list.push_bind(hash);
+                    }
+                    list.push_unseparated(")");
+                    devices.extend(query.build_query_as().fetch_all(&self.pool).await?);
+                }
+                Ok(devices)
             }
 
             async fn rotate_device_token(

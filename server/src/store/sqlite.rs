@@ -13,6 +13,8 @@ use super::sql::{Backend, device_columns, impl_sql_store};
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
+/// Pooled connections at most: one writer at a time (SQLite's lock) and readers.
+pub const SQLITE_MAX_CONNECTIONS: u32 = 8;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -53,7 +55,7 @@ impl SqliteStore {
             ))
         };
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            .max_connections(SQLITE_MAX_CONNECTIONS)
             .acquire_timeout(Duration::from_secs(5))
             .after_release(|conn, _meta| Box::pin(super::release_clean(conn)))
             .connect_with(options)

@@ -103,10 +103,13 @@ impl Store for TimedStore {
             self.inner.redeem_pairing(secret_hash, device)
         )
     }
-    async fn device_by_token_hash(&self, hash: &str) -> Result<Option<DeviceRecord>, StoreError> {
+    async fn devices_by_token_hash(
+        &self,
+        hashes: &[String],
+    ) -> Result<Vec<DeviceRecord>, StoreError> {
         timed!(
-            "device_by_token_hash",
-            self.inner.device_by_token_hash(hash)
+            "devices_by_token_hash",
+            self.inner.devices_by_token_hash(hashes)
         )
     }
     async fn rotate_device_token(

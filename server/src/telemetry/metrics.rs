@@ -35,6 +35,7 @@ pub const FRAMES_DROPPED: &str = "latchkey_frames_dropped_total";
 pub const OUTBOX_FRAMES: &str = "latchkey_outbox_frames";
 pub const REVOKE_CLOSE: &str = "latchkey_revoke_close_seconds";
 pub const STORE_QUERY: &str = "latchkey_store_query_seconds";
+pub const TOKEN_READ_BATCH: &str = "latchkey_token_read_batch_size";
 pub const SETUP_EVICTIONS: &str = "latchkey_setup_evictions_total";
 pub const TASK_PANICS: &str = "latchkey_task_panics_total";
 pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
@@ -43,6 +44,9 @@ pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
 const FAST_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
+
+/// Buckets for the upgrades sharing one grant read: 1 up to `store::TOKEN_BATCH`.
+const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
 /// Buckets for call latency, in seconds: 1 ms … 10 min.
 const CALL_BUCKETS: &[f64] = &[
@@ -62,6 +66,8 @@ pub fn install() -> Option<PrometheusHandle> {
                 .set_buckets_for_metric(Matcher::Full(REVOKE_CLOSE.to_string()), FAST_BUCKETS)
                 .ok()?
                 .set_buckets_for_metric(Matcher::Full(STORE_QUERY.to_string()), FAST_BUCKETS)
+                .ok()?
+                .set_buckets_for_metric(Matcher::Full(TOKEN_READ_BATCH.to_string()), BATCH_BUCKETS)
                 .ok()?
                 .install_recorder();
             match recorder {
@@ -110,6 +116,10 @@ fn describe() {
         "Devices with a handshaken connection on this node."
     );
     describe_gauge!(AGENT_SOCKETS_OPEN, "Open agent WebSockets.");
+    describe_histogram!(
+        TOKEN_READ_BATCH,
+        "Device upgrades answered by one grant read (they arrived while the read before was under way)."
+    );
     describe_gauge!(SESSIONS_OPEN, "Open agent sessions (Agent Windows).");
     describe_counter!(
         CALLS,
