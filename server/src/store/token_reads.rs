@@ -12,7 +12,10 @@
 //! own in constant time and checks the grant itself (`extension::upgrade`).
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures_util::FutureExt;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -66,7 +69,17 @@ async fn read_batches(store: Arc<dyn Store>, mut requests: mpsc::Receiver<Reques
     while requests.recv_many(&mut batch, TOKEN_BATCH).await > 0 {
         let hashes: Vec<String> = batch.iter().map(|r| r.hash.clone()).collect();
         metrics::histogram!(crate::telemetry::metrics::TOKEN_READ_BATCH).record(batch.len() as f64);
-        let found = store.devices_by_token_hash(&hashes).await;
+        // One read that panics fails its own batch (503), not every later upgrade.
+        let found = match AssertUnwindSafe(store.devices_by_token_hash(&hashes))
+            .catch_unwind()
+            .await
+        {
+            Ok(found) => found,
+            Err(panic) => {
+                crate::telemetry::metrics::task_panicked("token_reads", panic.as_ref());
+                Err(StoreError::Internal("the grant read panicked".into()))
+            }
+        };
         answer(&mut batch, found);
     }
 }
