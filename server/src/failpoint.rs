@@ -35,3 +35,33 @@ pub fn panic_on_event(event: &str) {
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
 pub fn panic_on_event(_event: &str) {}
+
+/// With the `failpoints` feature and `name` listed in `LATCHKEY_FAILPOINTS`, panics
+/// the first time it is reached in the process and never again: proves that a task
+/// which caught the panic carries on serving (`store::token_reads` with
+/// `token_reads.panic_once`).
+#[cfg(feature = "failpoints")]
+#[allow(clippy::panic)] // The panic is the point: test builds only.
+pub fn panic_once(name: &'static str) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static FIRED: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let armed = std::env::var("LATCHKEY_FAILPOINTS")
+        .map(|v| v.split(',').any(|p| p.trim() == name))
+        .unwrap_or(false);
+    if !armed {
+        return;
+    }
+    let first = FIRED
+        .get_or_init(Mutex::default)
+        .lock()
+        .map(|mut fired| fired.insert(name))
+        .unwrap_or(false);
+    if first {
+        panic!("failpoint {name}");
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn panic_once(_name: &'static str) {}

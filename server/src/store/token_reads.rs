@@ -70,10 +70,11 @@ async fn read_batches(store: Arc<dyn Store>, mut requests: mpsc::Receiver<Reques
         let hashes: Vec<String> = batch.iter().map(|r| r.hash.clone()).collect();
         metrics::histogram!(crate::telemetry::metrics::TOKEN_READ_BATCH).record(batch.len() as f64);
         // One read that panics fails its own batch (503), not every later upgrade.
-        let found = match AssertUnwindSafe(store.devices_by_token_hash(&hashes))
-            .catch_unwind()
-            .await
-        {
+        let read = async {
+            crate::failpoint::panic_once("token_reads.panic_once");
+            store.devices_by_token_hash(&hashes).await
+        };
+        let found = match AssertUnwindSafe(read).catch_unwind().await {
             Ok(found) => found,
             Err(panic) => {
                 crate::telemetry::metrics::task_panicked("token_reads", panic.as_ref());
