@@ -2,13 +2,29 @@
 //! `LATCHKEY_FAILPOINTS` variable (comma-separated) aborts the process on the spot,
 //! like `kill -9`: used to prove that a committed change survives a crash before the
 //! reply. Without the feature every call compiles to nothing.
+//!
+//! The variable is read once, at the first failpoint reached: tests set it on the
+//! daemon they spawn. Builds with the feature include the load generator's
+//! latchkeyd (cargo unifies features through testkit), so a check on a busy path
+//! costs a lookup in that list, not an environment read.
+
+/// Whether `name` is listed in `LATCHKEY_FAILPOINTS`.
+#[cfg(feature = "failpoints")]
+fn armed(name: &str) -> bool {
+    static LISTED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    LISTED
+        .get_or_init(|| {
+            std::env::var("LATCHKEY_FAILPOINTS")
+                .map(|v| v.split(',').map(|p| p.trim().to_string()).collect())
+                .unwrap_or_default()
+        })
+        .iter()
+        .any(|p| p == name)
+}
 
 #[cfg(feature = "failpoints")]
 pub fn hit(name: &str) {
-    if std::env::var("LATCHKEY_FAILPOINTS")
-        .map(|v| v.split(',').any(|p| p.trim() == name))
-        .unwrap_or(false)
-    {
+    if armed(name) {
         eprintln!("failpoint {name}: aborting");
         std::process::abort();
     }
@@ -24,10 +40,7 @@ pub fn hit(_name: &str) {}
 #[cfg(feature = "failpoints")]
 #[allow(clippy::panic)] // The panic is the point: test builds only.
 pub fn panic_on_event(event: &str) {
-    let armed = std::env::var("LATCHKEY_FAILPOINTS")
-        .map(|v| v.split(',').any(|p| p.trim() == "device.event_panic"))
-        .unwrap_or(false);
-    if armed && event == "test.panic" {
+    if event == "test.panic" && armed("device.event_panic") {
         panic!("failpoint device.event_panic");
     }
 }
@@ -46,10 +59,7 @@ pub fn panic_once(name: &'static str) {
     use std::collections::HashSet;
     use std::sync::{Mutex, OnceLock};
     static FIRED: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let armed = std::env::var("LATCHKEY_FAILPOINTS")
-        .map(|v| v.split(',').any(|p| p.trim() == name))
-        .unwrap_or(false);
-    if !armed {
+    if !armed(name) {
         return;
     }
     let first = FIRED

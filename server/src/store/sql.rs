@@ -225,7 +225,11 @@ macro_rules! impl_sql_store {
             async fn devices_by_token_hash(&self, hashes: &[String]) -> Result<Vec<$crate::store::DeviceRecord>, $crate::store::StoreError> {
                 // Each hash once, or a hash repeated across chunks would return its
                 // device twice.
-                let hashes: Vec<&String> = hashes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+                let hashes: Vec<&String> = hashes
+                    .iter()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
                 let mut devices = Vec::with_capacity(hashes.len());
                 for batch in hashes.chunks($crate::store::TOKEN_BATCH) {
                     let Some(last) = batch.last() else { continue };
