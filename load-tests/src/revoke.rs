@@ -1,5 +1,6 @@
 //! Revoke → Close latency with N live devices: each sample is timed from the admin's
-//! `DELETE /v1/admin/devices/{id}` being sent to the device receiving Close 4001.
+//! `DELETE /v1/admin/devices/{id}` being sent to the device receiving Close 4001,
+//! and, apart, to the admin's answer (which waits for the committed revocation).
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,12 @@ pub struct RevokeReport {
     pub p99_us: u128,
     pub max_us: u128,
     pub setup_secs: f64,
+    /// From the same send to the admin's answer: the revocation committed. (Runs
+    /// from before it was measured apart have none.)
+    #[serde(default)]
+    pub answered_p50_us: Option<u128>,
+    #[serde(default)]
+    pub answered_p99_us: Option<u128>,
 }
 
 pub async fn revoke(
@@ -67,19 +74,30 @@ pub async fn revoke(
     let setup_secs = setup.elapsed().as_secs_f64();
     let admin = server.admin();
     let mut latencies = Vec::with_capacity(samples);
+    let mut answers = Vec::with_capacity(samples);
     for (id, socket) in ids.iter().zip(sockets.iter_mut()).take(samples) {
         let start = Instant::now();
-        let (revoked, ended) =
-            tokio::join!(admin.revoke(id), socket.ended(Duration::from_secs(10)));
-        let elapsed = start.elapsed();
+        // Each end timed as it happens: the close and the answer need not come in
+        // either order.
+        let answered = async {
+            let r = admin.revoke(id).await;
+            (r, start.elapsed())
+        };
+        let closed = async {
+            let r = socket.ended(Duration::from_secs(10)).await;
+            (r, start.elapsed())
+        };
+        let ((revoked, answer), (ended, close)) = tokio::join!(answered, closed);
         revoked?;
         let ended = ended?;
         if ended != Ended::Closed(CloseCode::Revoked.code()) {
             bail!("device {id} ended with {ended:?}, not revoked");
         }
-        latencies.push(elapsed);
+        latencies.push(close);
+        answers.push(answer);
     }
     latencies.sort();
+    answers.sort();
     server.stop().await;
     Ok(RevokeReport {
         scenario: "revoke".to_string(),
@@ -92,6 +110,8 @@ pub async fn revoke(
         p99_us: percentile(&latencies, 0.99).as_micros(),
         max_us: latencies.last().copied().unwrap_or_default().as_micros(),
         setup_secs,
+        answered_p50_us: Some(percentile(&answers, 0.50).as_micros()),
+        answered_p99_us: Some(percentile(&answers, 0.99).as_micros()),
     })
 }
 
@@ -114,6 +134,13 @@ pub fn print(report: &RevokeReport) {
         .map(|(c, w)| format!("{c:<w$}"))
         .collect();
     println!("{}", line.join(" ").trim_end());
+    if let (Some(p50), Some(p99)) = (report.answered_p50_us, report.answered_p99_us) {
+        println!(
+            "(the admin's answer, revocation committed: p50 {}, p99 {})",
+            ms(p50),
+            ms(p99)
+        );
+    }
     println!(
         "(setup: {:.1}s to pair and connect {} devices)",
         report.setup_secs, report.devices

@@ -37,6 +37,18 @@ pub struct Run {
     pub curve: Vec<(f64, usize)>,
 }
 
+impl Run {
+    /// The share of the machine's cores that the server and the generator kept busy
+    /// from the drop until the last device was back. Near 1, the storm was bound by
+    /// the CPU both ends needed, not by waiting. None for runs from before the
+    /// generator's CPU was read.
+    pub fn cores_busy(&self, cores: usize) -> Option<f64> {
+        let capacity = self.all_back_secs * cores as f64;
+        (self.client_cpu_secs > 0.0 && capacity > 0.0)
+            .then(|| (self.server_cpu_secs + self.client_cpu_secs) / capacity)
+    }
+}
+
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct StormReport {
     pub scenario: String,
@@ -154,17 +166,20 @@ pub fn print(r: &StormReport) {
         r.devices
     );
     println!(
-        "target      jitter   half back  all back  server CPU s  client CPU s  503s    other refusals  failures"
+        "target      jitter   half back  all back  server CPU s  client CPU s  cores busy  503s    other refusals  failures"
     );
     for run in &r.runs {
         println!(
-            "{:<11} {:<8} {:<10} {:<9} {:<13} {:<13} {:<7} {:<15} {}{}",
+            "{:<11} {:<8} {:<10} {:<9} {:<13} {:<13} {:<11} {:<7} {:<15} {}{}",
             run.target,
             format!("{} ms", run.jitter_ms),
             format!("{:.2}s", run.half_back_secs),
             format!("{:.2}s", run.all_back_secs),
             format!("{:.2}", run.server_cpu_secs),
             format!("{:.2}", run.client_cpu_secs),
+            run.cores_busy(r.machine.cores)
+                .map(|b| format!("{:.0} %", b * 100.0))
+                .unwrap_or_default(),
             run.refused_503,
             run.refused_other,
             run.failures,
@@ -173,5 +188,36 @@ pub fn print(r: &StormReport) {
                 .map(|f| format!(" (first: {f})"))
                 .unwrap_or_default()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Run;
+
+    fn run(all_back_secs: f64, server_cpu_secs: f64, client_cpu_secs: f64) -> Run {
+        Run {
+            target: "relay".into(),
+            jitter_ms: 0,
+            devices: 10_000,
+            all_back_secs,
+            half_back_secs: all_back_secs / 2.0,
+            refused_503: 0,
+            refused_other: 0,
+            failures: 0,
+            first_failure: None,
+            server_cpu_secs,
+            client_cpu_secs,
+            curve: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn cores_busy_is_both_ends_over_what_the_cores_could_give() {
+        let busy = run(4.0, 2.8, 4.8).cores_busy(2).expect("busy");
+        assert!((busy - 0.95).abs() < 1e-9, "{busy}");
+        // Runs from before the generator's CPU was read, and empty runs, have none.
+        assert_eq!(run(4.0, 2.8, 0.0).cores_busy(2), None);
+        assert_eq!(run(0.0, 0.0, 1.0).cores_busy(2), None);
     }
 }

@@ -7,8 +7,10 @@
 
 use std::time::{Duration, Instant};
 
+use latchkey_protocol::CloseCode;
+use latchkey_protocol::api::DeviceStatus;
 use latchkey_server::store::SQLITE_FILE;
-use latchkey_testkit::extension::new_token;
+use latchkey_testkit::extension::{Ended, new_token};
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{Backend, TestServer, wait_until};
 use serde_json::{Value, json};
@@ -49,14 +51,7 @@ async fn postgres_server() -> TestServer {
 async fn sqlite_writer_lock_past_the_busy_timeout_is_503_and_changes_nothing() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let mut ext = server.new_extension().await.expect("extension");
-    let path = server.config().data_dir.join(SQLITE_FILE);
-    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .expect("open the database");
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .expect("take the writer lock");
+    let holder = hold_writer_lock(&server).await;
 
     // Pairing while another writer holds the lock: 503 + Retry-After: 1, bsk's tag.
     ext.clone()
@@ -70,15 +65,113 @@ async fn sqlite_writer_lock_past_the_busy_timeout_is_503_and_changes_nothing() {
     // Reads still work in WAL mode.
     assert!(server.admin().devices().await.expect("devices").is_empty());
 
+    release_writer_lock(holder).await;
+    // Nothing changed: the link was not consumed and pairs now.
+    let grant = ext.pair().await.expect("pairs after the lock is released");
+    assert_eq!(server.admin().devices().await.expect("devices").len(), 1);
+    assert!(!grant.device_id.is_empty());
+    server.stop().await;
+}
+
+/// Take SQLite's writer lock from a connection of the test's own, as another
+/// writer would: every write of the server waits on it (up to its busy timeout).
+async fn hold_writer_lock(server: &TestServer) -> sqlx::SqliteConnection {
+    let path = server.config().data_dir.join(SQLITE_FILE);
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("open the database");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .expect("take the writer lock");
+    holder
+}
+
+async fn release_writer_lock(mut holder: sqlx::SqliteConnection) {
     sqlx::query("ROLLBACK")
         .execute(&mut holder)
         .await
         .expect("release");
     holder.close().await.expect("close");
-    // Nothing changed: the link was not consumed and pairs now.
-    let grant = ext.pair().await.expect("pairs after the lock is released");
-    assert_eq!(server.admin().devices().await.expect("devices").len(), 1);
-    assert!(!grant.device_id.is_empty());
+}
+
+/// A revocation closes the live socket before its commit, which can wait on the
+/// disk: here the commit cannot even start until the socket has closed, because
+/// the lock it waits on is released only then. Without the early close the socket
+/// stays open and this test fails at the deadline. Once committed, the device is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_closes_the_socket_before_its_commit() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.sqlite_busy_timeout_ms = 30_000)
+        .start()
+        .await
+        .expect("server");
+    let mut ext = server.new_extension().await.expect("extension");
+    let device = ext.pair().await.expect("pair").device_id;
+    let mut socket = ext.connect_online().await.expect("online");
+    let holder = hold_writer_lock(&server).await;
+
+    let admin = server.admin();
+    let answered = std::sync::atomic::AtomicBool::new(false);
+    let revoke = async {
+        let answer = admin
+            .raw(Method::DELETE, &format!("/v1/admin/devices/{device}"), None)
+            .await
+            .expect("answer");
+        answered.store(true, std::sync::atomic::Ordering::SeqCst);
+        answer
+    };
+    let closed_first = async {
+        let ended = socket.ended(DEADLINE).await;
+        let answered_before_close = answered.load(std::sync::atomic::Ordering::SeqCst);
+        release_writer_lock(holder).await;
+        (ended, answered_before_close)
+    };
+    let ((status, body), (ended, answered_before_close)) = tokio::join!(revoke, closed_first);
+    assert_eq!(
+        ended.expect("the socket closes while the commit waits"),
+        Ended::Closed(CloseCode::Revoked.code())
+    );
+    assert!(
+        !answered_before_close,
+        "the revoke cannot commit before the lock is released"
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "revoked", "{body}");
+    let refused = ext.connect().await.expect("connect").expect_err("refused");
+    assert_eq!(refused.status, 401);
+    server.stop().await;
+}
+
+/// A revocation whose commit fails has closed the socket, and changed nothing else:
+/// the admin gets 503 to retry, and the device, whose grant stands, comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_that_cannot_commit_leaves_the_grant_and_the_device_reconnects() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let mut ext = server.new_extension().await.expect("extension");
+    let device = ext.pair().await.expect("pair").device_id;
+    let mut socket = ext.connect_online().await.expect("online");
+    let holder = hold_writer_lock(&server).await;
+
+    let admin = server.admin();
+    let path = format!("/v1/admin/devices/{device}");
+    let (answer, ended) = tokio::join!(
+        admin.raw(Method::DELETE, &path, None),
+        socket.ended(DEADLINE)
+    );
+    assert_store_unavailable("revoke past the busy timeout", &answer.expect("answer"));
+    assert_eq!(
+        ended.expect("closed"),
+        Ended::Closed(CloseCode::Revoked.code())
+    );
+    release_writer_lock(holder).await;
+
+    let view = admin.device(&device).await.expect("device");
+    assert_eq!(view.status, DeviceStatus::Active);
+    ext.connect_online()
+        .await
+        .expect("the grant stands: the device comes back");
     server.stop().await;
 }
 

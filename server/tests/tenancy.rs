@@ -12,6 +12,9 @@ async fn foreign_ids_look_unknown(backend: Backend) {
     let a = server.admin();
     let mut ext = server.new_extension().await.expect("ext");
     let device = ext.pair().await.expect("pair").device_id;
+    // Online while tenant B tries: a revocation closes a socket before its commit,
+    // so a foreign id must not reach the socket either.
+    let _online = ext.connect_online().await.expect("online");
     let a_token = a
         .create_token("a-agent", latchkey_protocol::api::Role::Agent)
         .await
@@ -73,6 +76,14 @@ async fn foreign_ids_look_unknown(backend: Backend) {
     // Nothing of tenant A changed, and B's revoke-all touched nothing of A's.
     let revoked = b.revoke_all().await.expect("revoke all");
     assert_eq!(revoked.revoked_devices, 0);
+    // A close is signalled synchronously, before any answer: had either of B's
+    // revocations reached A's socket, its link would be closed by now.
+    let link = server
+        .state()
+        .registry
+        .link(&device)
+        .expect("A's device online");
+    assert!(!link.is_closed(), "B's revocations closed A's socket");
     let view = a.device(&device).await.expect("device");
     assert_eq!(view.status, latchkey_protocol::api::DeviceStatus::Active);
     assert_ne!(view.label, "mine now");

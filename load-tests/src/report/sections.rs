@@ -293,28 +293,33 @@ pub(super) fn storm(md: &mut String, r: &Results, charts: &Path) -> anyhow::Resu
          separate machines would; see the notes. Server CPU is the server process's user \
          plus system time from the drop until the last device was back; generator CPU is \
          the load generator's own over the same span (every simulated device's TLS client, \
-         upgrade and handshake). Together they show how much of the two cores the storm \
-         kept busy: two cores give twice the all-back time.\n",
+         upgrade and handshake). \"Cores busy\" is the two together over what the {} cores \
+         could give in the all-back time: near 100 %, the storm is bound by the machine's \
+         CPU, and the all-back time is the CPU both ends need divided by the cores.\n",
         s.devices,
-        crate::fleet::DIALS_IN_FLIGHT
+        crate::fleet::DIALS_IN_FLIGHT,
+        s.machine.cores
     );
-    md.push_str("| target | jitter | half back | all back | server CPU | generator CPU | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    md.push_str("| target | jitter | half back | all back | server CPU | generator CPU | cores busy | 503 + Retry-After | other refusals | failures |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for x in &s.runs {
         // Runs from before the generator's CPU was read have none.
-        let generator = if x.client_cpu_secs > 0.0 {
-            format!("{:.2} s", x.client_cpu_secs)
-        } else {
-            "—".to_string()
+        let (generator, busy) = match x.cores_busy(s.machine.cores) {
+            Some(busy) => (
+                format!("{:.2} s", x.client_cpu_secs),
+                format!("{:.0} %", busy * 100.0),
+            ),
+            None => ("—".to_string(), "—".to_string()),
         };
         let _ = writeln!(
             md,
-            "| {} | {} ms | {:.2} s | {:.2} s | {:.2} s | {} | {} | {} | {}{} |",
+            "| {} | {} ms | {:.2} s | {:.2} s | {:.2} s | {} | {} | {} | {} | {}{} |",
             x.target,
             x.jitter_ms,
             x.half_back_secs,
             x.all_back_secs,
             x.server_cpu_secs,
             generator,
+            busy,
             x.refused_503,
             x.refused_other,
             x.failures,
@@ -354,20 +359,26 @@ pub(super) fn revoke(md: &mut String, r: &Results) {
     md.push_str(
         "## Revocation → Close\n\n`revoke`: devices paired and online; some of them revoked \
          one at a time, each timed from the admin's `DELETE /v1/admin/devices/{id}` being \
-         sent to the device receiving Close 4001 (the HTTP round trip and the committed store \
-         write included).\n\n| backend | devices | samples | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+         sent to the device receiving Close 4001 (the HTTP round trip included). latchkeyd \
+         closes the socket before it commits the revocation and again after; the admin's \
+         answer waits for the commit, and its own p50 and p99 are the last columns.\n\n\
+         | backend | devices | samples | p50 | p90 | p99 | max | answered p50 | answered p99 |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for x in runs {
+        let answered = |us: Option<u128>| us.map_or_else(|| "—".to_string(), ms);
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             x.backend,
             x.devices,
             x.samples,
             ms(x.p50_us),
             ms(x.p90_us),
             ms(x.p99_us),
-            ms(x.max_us)
+            ms(x.max_us),
+            answered(x.answered_p50_us),
+            answered(x.answered_p99_us)
         );
     }
     md.push('\n');

@@ -116,13 +116,23 @@ pub async fn revoke(
     let id = checked_id(&id)?;
     let now = state.clock.now_ms();
     let span = tracing::info_span!("revoke", tenant = %p.tenant_id, device = %id);
+    // The live socket closes first, on the tenant's own registration of it: the
+    // commit below waits for the disk (tens of milliseconds on a slow one), and a
+    // device being revoked must not work through it. The close is signalled again
+    // once the revocation is committed, which closes any socket that a reconnect
+    // opened with the grant it read before the commit. Should the commit fail, the
+    // admin gets the error to retry, and the device, whose grant still stands,
+    // reconnects: the one thing changed is a reconnect.
+    let closed_first = state
+        .registry
+        .close_in_tenant(&p.tenant_id, id, CloseCode::Revoked);
     let revoked = tracing::Instrument::instrument(
         state.store.revoke_device(&p.tenant_id, id, now),
         span.clone(),
     )
     .await;
     let d = revoked?.ok_or_else(|| ApiError::not_found("device"))?;
-    let was_online = state.registry.close(id, CloseCode::Revoked);
+    let was_online = state.registry.close(id, CloseCode::Revoked) || closed_first;
     metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(1);
     tracing::info!(tenant = %p.tenant_id, device = %id, was_online, "device revoked");
     state
@@ -144,6 +154,12 @@ pub async fn revoke_all(
     AdminPrincipal(p): AdminPrincipal,
 ) -> Result<Json<RevokeAllResult>, ApiError> {
     let now = state.clock.now_ms();
+    // Closed first and again after the commit, as in `revoke`.
+    for id in state.registry.online_in_tenant(&p.tenant_id) {
+        state
+            .registry
+            .close_in_tenant(&p.tenant_id, &id, CloseCode::Revoked);
+    }
     let (ids, voided) = state.store.revoke_all_devices(&p.tenant_id, now).await?;
     for id in &ids {
         state.registry.close(id, CloseCode::Revoked);

@@ -66,8 +66,13 @@ pub struct Registration {
 
 fn signal_close(e: &Entry, code: CloseCode) {
     if code == CloseCode::Revoked {
-        *e.state.revoked_at.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(std::time::Instant::now());
+        // The first signal starts the clock: a revocation signals twice, before
+        // and after its commit (admin::devices::revoke).
+        e.state
+            .revoked_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(std::time::Instant::now);
     }
     if let Some(link) = &e.link {
         link.close(reason_for_close(Some(code)));
@@ -238,6 +243,22 @@ impl DeviceRegistry {
                 true
             }
             None => false,
+        }
+    }
+
+    /// [`Self::close`], but only if the device's socket here belongs to `tenant_id`:
+    /// for closing on a tenant's word before its store has confirmed the device is
+    /// the tenant's (a foreign id must close nothing). Counted as a close signalled
+    /// either way, like [`Self::close`].
+    pub fn close_in_tenant(&self, tenant_id: &str, device_id: &str, code: CloseCode) -> bool {
+        let entries = self.entries();
+        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
+        match entries.get(device_id) {
+            Some(e) if e.tenant_id == tenant_id => {
+                signal_close(e, code);
+                true
+            }
+            _ => false,
         }
     }
 
