@@ -151,24 +151,30 @@ async fn revocation_that_cannot_commit_leaves_the_grant_and_the_device_reconnect
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let mut ext = server.new_extension().await.expect("extension");
     let device = ext.pair().await.expect("pair").device_id;
-    let mut socket = ext.connect_online().await.expect("online");
-    let holder = hold_writer_lock(&server).await;
-
-    let admin = server.admin();
-    let path = format!("/v1/admin/devices/{device}");
-    let (answer, ended) = tokio::join!(
-        admin.raw(Method::DELETE, &path, None),
-        socket.ended(DEADLINE)
-    );
-    assert_store_unavailable("revoke past the busy timeout", &answer.expect("answer"));
-    assert_eq!(
-        ended.expect("closed"),
-        Ended::Closed(CloseCode::Revoked.code())
-    );
-    release_writer_lock(holder).await;
-
-    let view = admin.device(&device).await.expect("device");
-    assert_eq!(view.status, DeviceStatus::Active);
+    // A single revocation, then revoke-all: each closes first, and each failed
+    // commit leaves the grant.
+    let revocations = [
+        (Method::DELETE, format!("/v1/admin/devices/{device}")),
+        (Method::POST, "/v1/admin/devices/revoke-all".to_string()),
+    ];
+    for (method, path) in revocations {
+        let mut socket = ext.connect_online().await.expect("online");
+        let holder = hold_writer_lock(&server).await;
+        let admin = server.admin();
+        let (answer, ended) = tokio::join!(
+            admin.raw(method.clone(), &path, None),
+            socket.ended(DEADLINE)
+        );
+        assert_store_unavailable(&format!("{method} {path}"), &answer.expect("answer"));
+        assert_eq!(
+            ended.expect("closed"),
+            Ended::Closed(CloseCode::Revoked.code()),
+            "{method} {path}"
+        );
+        release_writer_lock(holder).await;
+        let view = admin.device(&device).await.expect("device");
+        assert_eq!(view.status, DeviceStatus::Active, "{method} {path}");
+    }
     ext.connect_online()
         .await
         .expect("the grant stands: the device comes back");

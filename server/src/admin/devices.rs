@@ -155,11 +155,9 @@ pub async fn revoke_all(
 ) -> Result<Json<RevokeAllResult>, ApiError> {
     let now = state.clock.now_ms();
     // Closed first and again after the commit, as in `revoke`.
-    for id in state.registry.online_in_tenant(&p.tenant_id) {
-        state
-            .registry
-            .close_in_tenant(&p.tenant_id, &id, CloseCode::Revoked);
-    }
+    state
+        .registry
+        .close_tenant(&p.tenant_id, CloseCode::Revoked);
     let (ids, voided) = state.store.revoke_all_devices(&p.tenant_id, now).await?;
     for id in &ids {
         state.registry.close(id, CloseCode::Revoked);

@@ -235,40 +235,48 @@ impl DeviceRegistry {
     /// Signal the device's live socket to close with `code`, failing its in-flight
     /// calls at once and refusing new ones. Returns whether there was a socket.
     pub fn close(&self, device_id: &str, code: CloseCode) -> bool {
-        let entries = self.entries();
-        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
-        match entries.get(device_id) {
-            Some(e) => {
-                signal_close(e, code);
-                true
-            }
-            None => false,
-        }
+        self.close_if(device_id, code, |_| true)
     }
 
     /// [`Self::close`], but only if the device's socket here belongs to `tenant_id`:
     /// for closing on a tenant's word before its store has confirmed the device is
-    /// the tenant's (a foreign id must close nothing). Counted as a close signalled
-    /// either way, like [`Self::close`].
+    /// the tenant's (a foreign id must close nothing).
     pub fn close_in_tenant(&self, tenant_id: &str, device_id: &str, code: CloseCode) -> bool {
-        let entries = self.entries();
-        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
-        match entries.get(device_id) {
-            Some(e) if e.tenant_id == tenant_id => {
-                signal_close(e, code);
-                true
-            }
-            _ => false,
-        }
+        self.close_if(device_id, code, |e| e.tenant_id == tenant_id)
     }
 
     /// [`Self::close`], but only the socket of that `generation`: a sweep that read
     /// the store before the device reconnected must not close the newer socket.
     pub fn close_generation(&self, device_id: &str, generation: u64, code: CloseCode) -> bool {
+        self.close_if(device_id, code, |e| e.generation == generation)
+    }
+
+    /// Signal every socket of the tenant on this node (revoke-all, before its
+    /// commit). Returns how many there were.
+    pub fn close_tenant(&self, tenant_id: &str, code: CloseCode) -> usize {
+        let entries = self.entries();
+        self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
+        let mut closed = 0;
+        for e in entries.values().filter(|e| e.tenant_id == tenant_id) {
+            signal_close(e, code);
+            closed += 1;
+        }
+        closed
+    }
+
+    /// The one way a single socket is closed: counted as a close signalled whether
+    /// or not the device has a socket here that `admits`, under the entries lock
+    /// (see [`Self::grant_changes`]).
+    fn close_if(
+        &self,
+        device_id: &str,
+        code: CloseCode,
+        admits: impl FnOnce(&Entry) -> bool,
+    ) -> bool {
         let entries = self.entries();
         self.inner.grant_changes.fetch_add(1, Ordering::Relaxed);
         match entries.get(device_id) {
-            Some(e) if e.generation == generation => {
+            Some(e) if admits(e) => {
                 signal_close(e, code);
                 true
             }
