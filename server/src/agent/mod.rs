@@ -2,6 +2,7 @@
 //! any `tool.*` method, follow session events. Any API token of the tenant may use
 //! it; a session is visible only to the token that opened it.
 
+mod answers;
 mod browsers;
 mod events;
 mod sessions;

@@ -14,7 +14,7 @@ use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{AbortHandle, Abortable, abortable};
-use futures_util::stream::{FuturesUnordered, SplitSink};
+use futures_util::stream::SplitSink;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use latchkey_protocol::agent::{SessionEvent, StartSessionRequest};
 use latchkey_protocol::{ErrorBody, ErrorCode, ErrorFrame, EventFrame, Frame, RequestFrame};
@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span};
 
+use super::answers::Answers;
 use super::socket_slots::{SocketLimit, SocketSlot};
 use crate::api_error::ApiError;
 use crate::app::AppState;
@@ -194,7 +195,7 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     // its answer is written or when `cancel` answers it: whichever comes first
     // answers, so every request is answered exactly once.
     let mut running: HashMap<String, AbortHandle> = HashMap::new();
-    let mut answering: FuturesUnordered<Abortable<Answering<'_>>> = FuturesUnordered::new();
+    let mut answering: Answers<Abortable<Answering<'_>>> = Answers::default();
     // Set when the agent broke the WebSocket protocol: the code to close with.
     let mut violation = None;
     let mut write_failed = false;
