@@ -1,8 +1,8 @@
 //! `latchkey admin …`: pairing links, devices, tokens, audit.
 
 use latchkey_protocol::api::{
-    AuditList, CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, PairingCreated,
-    RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
+    AuditList, CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, ForgetResult,
+    PairingCreated, RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
 };
 use reqwest::Method;
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::args::{AdminCommand, TokensCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
-use crate::output::{opt, table};
+use crate::output::{cell, opt, out, table};
 
 const NO_BODY: Option<&Value> = None;
 
@@ -26,9 +26,12 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 .call(Method::POST, "/v1/admin/pairings", Some(&body))
                 .await?;
             emit(json, &created, || {
-                println!("Pairing link (single use, expires {}):", created.expires_at);
-                println!("  {}", created.link);
-                println!("Paste it into the Latchkey extension's popup on the browser to lend.");
+                out!(
+                    "Pairing link (single use, expires {}):",
+                    cell(&created.expires_at)
+                );
+                out!("  {}", cell_whole(&created.link));
+                out!("Paste it into the Latchkey extension's popup on the browser to lend.");
             })
         }
         AdminCommand::Devices => {
@@ -47,7 +50,11 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 )
                 .await?;
             emit(json, &d, || {
-                println!("device {} is now labelled {:?}", d.id, d.label)
+                out!(
+                    "device {} is now labelled {:?}",
+                    cell(&d.id),
+                    cell(&d.label)
+                )
             })
         }
         AdminCommand::Revoke { id, all } => {
@@ -56,9 +63,10 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                     .call(Method::POST, "/v1/admin/devices/revoke-all", NO_BODY)
                     .await?;
                 emit(json, &r, || {
-                    println!(
+                    out!(
                         "revoked {} device(s); voided {} unused pairing link(s)",
-                        r.revoked_devices, r.voided_pairings
+                        r.revoked_devices,
+                        r.voided_pairings
                     )
                 })
             } else {
@@ -71,9 +79,21 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                     )
                     .await?;
                 emit(json, &d, || {
-                    println!("device {} revoked; its connection was closed", d.id)
+                    out!("device {} revoked; its connection was closed", cell(&d.id))
                 })
             }
+        }
+        AdminCommand::Forget { id } => {
+            let r: ForgetResult = client
+                .call(
+                    Method::POST,
+                    &format!("/v1/admin/devices/{}/forget", crate::tools::segment(&id)),
+                    NO_BODY,
+                )
+                .await?;
+            emit(json, &r, || {
+                out!("device {} forgotten; it is off the list", cell(&r.id))
+            })
         }
         AdminCommand::Tokens(TokensCommand::Create { name, role, ttl }) => {
             let body = CreateTokenRequest {
@@ -85,13 +105,13 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 .call(Method::POST, "/v1/admin/tokens", Some(&body))
                 .await?;
             emit(json, &t, || {
-                println!(
+                out!(
                     "token {} ({}, role {}) created. Secret, shown once:",
                     t.view.id,
                     t.view.name,
                     t.view.role.as_str()
                 );
-                println!("  {}", t.token);
+                out!("  {}", cell_whole(&t.token));
             })
         }
         AdminCommand::Tokens(TokensCommand::List) => {
@@ -108,7 +128,9 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                     NO_BODY,
                 )
                 .await?;
-            emit(json, &t, || println!("token {} ({}) revoked", t.id, t.name))
+            emit(json, &t, || {
+                out!("token {} ({}) revoked", cell(&t.id), cell(&t.name))
+            })
         }
         AdminCommand::Audit { limit, before } => {
             let mut path = format!("/v1/admin/audit?limit={limit}");
@@ -137,7 +159,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                     &rows,
                 );
                 if let Some(next) = list.next_before {
-                    println!("(more: --before {next})");
+                    out!("(more: --before {next})");
                 }
             })
         }
@@ -146,18 +168,22 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
 
 fn emit<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce()) -> Result<(), CliError> {
     if json {
-        let text =
-            serde_json::to_string_pretty(value).map_err(|e| CliError::Config(e.to_string()))?;
-        println!("{text}");
+        crate::output::json(value);
     } else {
         human();
     }
     Ok(())
 }
 
+/// A secret or link printed whole (cutting it would make it useless), still
+/// without any unsafe character.
+fn cell_whole(raw: &str) -> String {
+    crate::output::lines(raw).replace('\n', " ")
+}
+
 fn devices_table(devices: &[DeviceView]) {
     if devices.is_empty() {
-        println!("no devices; create a pairing link with `latchkey admin pair`");
+        out!("no devices; create a pairing link with `latchkey admin pair`");
         return;
     }
     let rows: Vec<Vec<String>> = devices

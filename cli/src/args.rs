@@ -94,6 +94,9 @@ pub enum SessionCommand {
     List,
 }
 
+/// The load phases a navigation can wait for (docs/protocol.md, "Navigation and waits").
+const WAIT_UNTIL: [&str; 4] = ["load", "domcontentloaded", "networkidle", "commit"];
+
 /// Tool commands; all need `--session`.
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
@@ -104,7 +107,8 @@ pub enum ToolCommand {
     Navigate {
         #[arg(id = "page_url", value_name = "URL")]
         url: String,
-        #[arg(long)]
+        /// The load phase to wait for.
+        #[arg(long, value_parser = WAIT_UNTIL)]
         wait_until: Option<String>,
         #[arg(long)]
         tab: Option<i64>,
@@ -158,6 +162,7 @@ pub enum ToolCommand {
     Screenshot {
         #[arg(long)]
         out: PathBuf,
+        /// An element ref from `latchkey snapshot` (e12 or @e12) to crop to.
         #[arg(long)]
         target: Option<String>,
     },
@@ -167,7 +172,8 @@ pub enum ToolCommand {
     },
     /// Wait for the tab to reach a load phase.
     WaitForNavigation {
-        #[arg(long)]
+        /// The load phase to wait for.
+        #[arg(long, value_parser = WAIT_UNTIL)]
         wait_until: Option<String>,
     },
     /// Hand the page to the person (CAPTCHA, MFA, QR code) and wait for them.
@@ -189,7 +195,7 @@ pub enum ToolCommand {
 pub enum TabCommand {
     List {
         /// user, agent or all.
-        #[arg(long)]
+        #[arg(long, value_parser = ["user", "agent", "all"])]
         scope: Option<String>,
     },
     Create {
@@ -237,6 +243,9 @@ pub enum AdminCommand {
         #[arg(long)]
         all: bool,
     },
+    /// Take a revoked or expired device off the list (a revoked local browser can
+    /// then connect again as a new device).
+    Forget { id: String },
     /// API tokens.
     #[command(subcommand)]
     Tokens(TokensCommand),

@@ -20,6 +20,7 @@ use reqwest::Method;
 use crate::args::{Cli, Command, Global};
 use crate::client::ApiClient;
 use crate::error::CliError;
+use crate::output::{note, out};
 use crate::profile::{Profile, Profiles};
 
 fn main() -> ExitCode {
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("latchkey: cannot start: {e}");
+            note!("latchkey: cannot start: {e}");
             return ExitCode::from(latchkey_protocol::error_code::exit::FAILURE);
         }
     };
@@ -40,15 +41,23 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if json {
-                println!("{}", e.to_json());
+                output::json(&e.to_json());
             } else {
+                // The message and reason may come from the browser: made safe.
+                let message = output::lines(&e.message());
                 match e
                     .data()
                     .and_then(|d| d.get("reason"))
                     .and_then(|r| r.as_str())
                 {
-                    Some(reason) => eprintln!("latchkey: {} ({reason}): {}", e.code(), e.message()),
-                    None => eprintln!("latchkey: {}: {}", e.code(), e.message()),
+                    Some(reason) => {
+                        note!(
+                            "latchkey: {} ({}): {message}",
+                            e.code(),
+                            output::cell(reason)
+                        )
+                    }
+                    None => note!("latchkey: {}: {message}", e.code()),
                 }
             }
             ExitCode::from(e.exit_code())
@@ -115,12 +124,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             );
             let path = profiles.save()?;
             if cli.global.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"profile": cli.global.profile, "url": url, "saved_to": path})
+                output::json(
+                    &serde_json::json!({"profile": cli.global.profile, "url": url, "saved_to": path}),
                 );
             } else {
-                println!(
+                out!(
                     "logged in to {url} as profile {:?} (saved in {})",
                     cli.global.profile,
                     path.display()

@@ -17,13 +17,12 @@ use serde_json::{Map, Value, json};
 use crate::args::{SessionCommand, TabCommand, ToolCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
-use crate::output::{opt, table};
+use crate::output::{cell, lines, note, opt, out, table};
 
 const NO_BODY: Option<&Value> = None;
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Config(e.to_string()))?;
-    println!("{text}");
+    crate::output::json(value);
     Ok(())
 }
 
@@ -33,7 +32,7 @@ pub async fn browsers(client: &ApiClient, json: bool) -> Result<(), CliError> {
         return print_json(&list);
     }
     if list.browsers.is_empty() {
-        println!("no browsers; an admin pairs one with `latchkey admin pair`");
+        out!("no browsers; an admin pairs one with `latchkey admin pair`");
     }
     let rows: Vec<Vec<String>> = list
         .browsers
@@ -91,10 +90,11 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
             if json {
                 return print_json(&s);
             }
-            println!("{}", s.id);
-            eprintln!(
+            out!("{}", cell(&s.id));
+            note!(
                 "session started on browser {}; use --session {} (or LATCHKEY_SESSION)",
-                s.browser_id, s.id
+                cell(&s.browser_id),
+                cell(&s.id)
             );
             Ok(())
         }
@@ -110,13 +110,21 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
                 return print_json(&r);
             }
             if r.stopped {
-                println!("session {id} stopped");
+                out!("session {} stopped", cell(&id));
             } else {
-                println!("session {id} is still open: some borrowed tabs could not be returned:");
+                out!(
+                    "session {} is still open: some borrowed tabs could not be returned:",
+                    cell(&id)
+                );
                 for f in &r.return_failures {
-                    println!("  tab {}: {} ({})", f.tab_id, f.message, f.code);
+                    out!(
+                        "  tab {}: {} ({})",
+                        f.tab_id,
+                        cell(&f.message),
+                        cell(&f.code)
+                    );
                 }
-                println!("retry `latchkey session stop {id}`");
+                out!("retry `latchkey session stop {}`", cell(&id));
             }
             Ok(())
         }
@@ -254,7 +262,17 @@ fn request(cmd: &ToolCommand) -> Result<(String, Map<String, Value>), CliError> 
         ToolCommand::Screenshot { target: t, .. } => (
             "tool.screenshot".into(),
             match t {
-                Some(t) => with_target(Map::new(), t),
+                // The protocol crops a screenshot to an element ref only: a CSS
+                // selector would be ignored and the whole page captured.
+                Some(t) => match target(t) {
+                    ("ref", r) => obj(&[("ref", Some(r))]),
+                    _ => {
+                        return Err(CliError::Config(format!(
+                            "screenshot --target takes an element ref such as e12 (from `latchkey snapshot`), not {:?}: the protocol has no selector for screenshots",
+                            cell(t)
+                        )));
+                    }
+                },
                 None => Map::new(),
             },
         ),
@@ -312,11 +330,11 @@ pub async fn tool(
             }
             return print_json(&summary);
         }
-        println!(
+        out!(
             "saved {} ({}x{})",
             out.display(),
-            result["width"],
-            result["height"]
+            cell(&result["width"].to_string()),
+            cell(&result["height"].to_string())
         );
         return Ok(());
     }
@@ -324,7 +342,7 @@ pub async fn tool(
         return print_json(&result);
     }
     match (&cmd, result.get("text").and_then(Value::as_str)) {
-        (ToolCommand::Snapshot { .. }, Some(text)) => println!("{text}"),
+        (ToolCommand::Snapshot { .. }, Some(text)) => out!("{}", lines(text)),
         _ => print_json(&result)?,
     }
     Ok(())

@@ -1,6 +1,9 @@
 //! Revoke → Close latency with N live devices: each sample is timed from the admin's
 //! `DELETE /v1/admin/devices/{id}` being sent to the device receiving Close 4001,
 //! and, apart, to the admin's answer (which waits for the committed revocation).
+//! Beside it, the same for API tokens: as many agent sockets as samples, each on a
+//! token of its own, each token revoked one at a time and timed from its
+//! `DELETE /v1/admin/tokens/{id}` to its socket receiving Close 4006.
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +34,14 @@ pub struct RevokeReport {
     pub answered_p50_us: Option<u128>,
     #[serde(default)]
     pub answered_p99_us: Option<u128>,
+    /// Token revoke → agent socket Close, over as many samples (runs from before it
+    /// was measured have none).
+    #[serde(default)]
+    pub token_p50_us: Option<u128>,
+    #[serde(default)]
+    pub token_p99_us: Option<u128>,
+    #[serde(default)]
+    pub token_max_us: Option<u128>,
 }
 
 pub async fn revoke(
@@ -98,6 +109,8 @@ pub async fn revoke(
     }
     latencies.sort();
     answers.sort();
+    let mut tokens = token_samples(&server, samples).await?;
+    tokens.sort();
     server.stop().await;
     Ok(RevokeReport {
         scenario: "revoke".to_string(),
@@ -112,7 +125,44 @@ pub async fn revoke(
         setup_secs,
         answered_p50_us: Some(percentile(&answers, 0.50).as_micros()),
         answered_p99_us: Some(percentile(&answers, 0.99).as_micros()),
+        token_p50_us: Some(percentile(&tokens, 0.50).as_micros()),
+        token_p99_us: Some(percentile(&tokens, 0.99).as_micros()),
+        token_max_us: tokens.last().map(Duration::as_micros),
     })
+}
+
+/// `samples` agent sockets on tokens of their own, each token revoked in turn: the
+/// time from its DELETE being sent to its socket receiving Close 4006.
+async fn token_samples(server: &TestServer, samples: usize) -> anyhow::Result<Vec<Duration>> {
+    let admin = server.admin();
+    let mut open = Vec::with_capacity(samples);
+    for n in 0..samples {
+        let token = admin
+            .create_token(&format!("revoke-{n}"), latchkey_protocol::api::Role::Agent)
+            .await?;
+        let socket = latchkey_testkit::AgentSocket::open(server, &token.token).await?;
+        open.push((token.view.id, socket));
+    }
+    let mut latencies = Vec::with_capacity(samples);
+    for (id, socket) in &mut open {
+        let start = Instant::now();
+        let answered = async { admin.revoke_token(id).await };
+        let closed = async {
+            let r = socket.ended(Duration::from_secs(10)).await;
+            (r, start.elapsed())
+        };
+        let (revoked, (ended, close)) = tokio::join!(answered, closed);
+        let (status, _) = revoked?;
+        if status != 200 {
+            bail!("token {id}: revoke answered {status}");
+        }
+        let (ended, _) = ended?;
+        if ended != Ended::Closed(CloseCode::TokenRevoked.code()) {
+            bail!("token {id}: socket ended with {ended:?}, not token revoked");
+        }
+        latencies.push(close);
+    }
+    Ok(latencies)
 }
 
 pub fn print(report: &RevokeReport) {
@@ -134,6 +184,18 @@ pub fn print(report: &RevokeReport) {
         .map(|(c, w)| format!("{c:<w$}"))
         .collect();
     println!("{}", line.join(" ").trim_end());
+    if let (Some(p50), Some(p99), Some(max)) = (
+        report.token_p50_us,
+        report.token_p99_us,
+        report.token_max_us,
+    ) {
+        println!(
+            "(API token revoke → agent socket Close: p50 {}, p99 {}, max {})",
+            ms(p50),
+            ms(p99),
+            ms(max)
+        );
+    }
     if let (Some(p50), Some(p99)) = (report.answered_p50_us, report.answered_p99_us) {
         println!(
             "(the admin's answer, revocation committed: p50 {}, p99 {})",

@@ -31,6 +31,11 @@ pub fn unthrottled(limits: &mut latchkey_server::config::Limits, devices: usize)
     limits.agent_calls_per_second_per_token = 100_000_000;
     limits.agent_calls_per_second_per_tenant = 100_000_000;
     limits.max_unused_pairings = u32::try_from(devices + 100).unwrap_or(u32::MAX);
+    // One agent holds a session per call in flight, and every device is renewed
+    // by the same generator: per-device and per-token caps would refuse it.
+    limits.max_sessions_per_device = 100_000;
+    limits.max_sessions_per_token = 100_000;
+    limits.renewals_per_minute_per_device = 60_000;
 }
 
 /// How latchkeyd is started for a scenario.

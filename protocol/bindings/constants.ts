@@ -15,6 +15,8 @@ export const CloseCodes = {
   Replaced: 4003,
   Unauthorized: 4004,
   IdleTimeout: 4005,
+  TokenRevoked: 4006,
+  TokenExpired: 4007,
 } as const;
 
 /** Close codes after which the extension reconnects on its own. */

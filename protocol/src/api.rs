@@ -100,6 +100,13 @@ pub struct RenameDeviceRequest {
     pub label: String,
 }
 
+/// `POST /v1/admin/devices/{id}/forget`: the device is off the list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ForgetResult {
+    pub id: String,
+    pub forgotten: bool,
+}
+
 /// `POST /v1/admin/devices/revoke-all`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct RevokeAllResult {

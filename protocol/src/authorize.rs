@@ -8,7 +8,7 @@ pub const TOKEN_LEN: usize = 43;
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 4096;
 /// Longest stored label, in characters.
-pub const MAX_LABEL_CHARS: usize = 100;
+pub const MAX_LABEL_CHARS: usize = crate::text::MAX_LABEL_CHARS;
 
 /// What the extension asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -85,15 +85,10 @@ pub fn is_device_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// A label as stored: control characters stripped, at most 100 characters.
+/// A label as stored: control and bidirectional formatting characters stripped, at
+/// most 100 characters ([`crate::text::clean`]).
 pub fn clean_label(label: &str) -> String {
-    label
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_LABEL_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_string()
+    crate::text::clean(label, MAX_LABEL_CHARS)
 }
 
 #[cfg(test)]
@@ -115,6 +110,7 @@ mod tests {
     #[test]
     fn labels_are_cleaned() {
         assert_eq!(clean_label("a\u{0}b\nc"), "abc");
+        assert_eq!(clean_label("Chrome \u{202E}moc.evil"), "Chrome moc.evil");
         assert_eq!(clean_label(&"x".repeat(300)).len(), 100);
     }
 

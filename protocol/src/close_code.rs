@@ -39,11 +39,16 @@ pub enum CloseCode {
     Unauthorized,
     /// 4005: the device was silent for longer than the liveness window.
     IdleTimeout,
+    /// 4006: the API token an agent socket runs on was revoked; do not reconnect
+    /// with it.
+    TokenRevoked,
+    /// 4007: the API token an agent socket runs on expired; do not reconnect with it.
+    TokenExpired,
 }
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 13] = [
+    pub const ALL: [CloseCode; 15] = [
         CloseCode::Normal,
         CloseCode::GoingAway,
         CloseCode::ProtocolError,
@@ -57,6 +62,8 @@ impl CloseCode {
         CloseCode::Replaced,
         CloseCode::Unauthorized,
         CloseCode::IdleTimeout,
+        CloseCode::TokenRevoked,
+        CloseCode::TokenExpired,
     ];
 
     /// The number on the wire.
@@ -75,6 +82,8 @@ impl CloseCode {
             CloseCode::Replaced => 4003,
             CloseCode::Unauthorized => 4004,
             CloseCode::IdleTimeout => 4005,
+            CloseCode::TokenRevoked => 4006,
+            CloseCode::TokenExpired => 4007,
         }
     }
 
@@ -94,6 +103,8 @@ impl CloseCode {
             CloseCode::Replaced => "replaced by a newer connection",
             CloseCode::Unauthorized => "credential no longer valid",
             CloseCode::IdleTimeout => "no sign of life",
+            CloseCode::TokenRevoked => "api token revoked",
+            CloseCode::TokenExpired => "api token expired",
         }
     }
 

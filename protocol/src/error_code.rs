@@ -51,6 +51,12 @@ pub enum ErrorCode {
     /// The browser's connection ended (disconnect or replacement) while a call was
     /// in flight; the call's outcome is unknown and it is never replayed.
     BrowserDisconnected,
+    /// The API token this socket, stream, session or call runs on was revoked while
+    /// it was in use; everything it held was ended.
+    TokenRevoked,
+    /// The API token this socket, stream, session or call runs on reached its expiry
+    /// while it was in use; everything it held was ended at that instant.
+    TokenExpired,
     /// A bug or an unexpected failure; details are in the server log.
     Internal,
 }
@@ -125,6 +131,8 @@ error_table! {
     StoreUnavailable       => 503, None, exit::UNAVAILABLE;
     ServerShuttingDown     => 503, Some(CloseCode::GoingAway), exit::UNAVAILABLE;
     BrowserDisconnected    => 502, None, exit::BROWSER;
+    TokenRevoked           => 401, Some(CloseCode::TokenRevoked), exit::AUTH;
+    TokenExpired           => 401, Some(CloseCode::TokenExpired), exit::AUTH;
     Internal               => 500, Some(CloseCode::InternalError), exit::FAILURE;
 }
 
@@ -178,6 +186,8 @@ impl ErrorCode {
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ServerShuttingDown => "server_shutting_down",
             ErrorCode::BrowserDisconnected => "browser_disconnected",
+            ErrorCode::TokenRevoked => "token_revoked",
+            ErrorCode::TokenExpired => "token_expired",
             ErrorCode::Internal => "internal",
         }
     }
@@ -255,7 +265,7 @@ mod tests {
         let all: Vec<ErrorCode> = ERROR_TABLE.iter().map(|m| m.code).collect();
         let unique: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(all.len(), unique.len(), "a code appears twice");
-        assert_eq!(all.len(), 24, "a new code needs a row");
+        assert_eq!(all.len(), 26, "a new code needs a row");
         for m in ERROR_TABLE {
             let json = serde_json::to_string(&m.code).expect("serialise");
             assert_eq!(json, format!("\"{}\"", m.code.as_str()));

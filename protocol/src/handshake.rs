@@ -40,6 +40,67 @@ pub struct HandshakeParams {
     pub audit_enabled: Option<bool>,
 }
 
+/// A handshake field over its length limit: which one, and the limit in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldTooLong {
+    pub field: &'static str,
+    pub max_chars: usize,
+}
+
+impl HandshakeParams {
+    /// Every string field within its documented limit (docs/security.md), or the
+    /// first one that is not. A compatible extension sends a few dozen characters in
+    /// each; the limits exist because every one of them is stored or logged.
+    pub fn check_lengths(&self) -> Result<(), FieldTooLong> {
+        use crate::text::{MAX_BROWSER_FIELD_CHARS, MAX_HANDSHAKE_FIELD_CHARS, MAX_LABEL_CHARS};
+        let fields = [
+            ("client", Some(&self.client), MAX_HANDSHAKE_FIELD_CHARS),
+            ("version", Some(&self.version), MAX_HANDSHAKE_FIELD_CHARS),
+            (
+                "protocol_version",
+                Some(&self.protocol_version),
+                MAX_HANDSHAKE_FIELD_CHARS,
+            ),
+            (
+                "instance_id",
+                Some(&self.instance_id),
+                MAX_HANDSHAKE_FIELD_CHARS,
+            ),
+            (
+                "browser.name",
+                Some(&self.browser.name),
+                MAX_BROWSER_FIELD_CHARS,
+            ),
+            (
+                "browser.version",
+                Some(&self.browser.version),
+                MAX_BROWSER_FIELD_CHARS,
+            ),
+            ("label", Some(&self.label), MAX_LABEL_CHARS),
+            (
+                "min_compatible_peer",
+                self.min_compatible_peer.as_ref(),
+                MAX_HANDSHAKE_FIELD_CHARS,
+            ),
+            (
+                "min_compatible_protocol",
+                self.min_compatible_protocol.as_ref(),
+                MAX_HANDSHAKE_FIELD_CHARS,
+            ),
+        ];
+        for (field, value, max_chars) in fields {
+            // Bytes bound characters from above: most values never need counting.
+            if let Some(v) = value
+                && v.len() > max_chars
+                && v.chars().count() > max_chars
+            {
+                return Err(FieldTooLong { field, max_chars });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Result of a compatible handshake.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct HandshakeResult {
@@ -215,6 +276,34 @@ mod tests {
             check_compatibility("1.0", "1.0", "one", None),
             Reject { .. }
         ));
+    }
+
+    #[test]
+    fn lengths_are_bounded_per_field() {
+        let mut p = HandshakeParams {
+            client: "browser-skill-extension".into(),
+            version: "0.4.2".into(),
+            protocol_version: "1.0".into(),
+            instance_id: "a1b2c3d4".into(),
+            browser: BrowserInfo {
+                name: "chrome".into(),
+                version: "1".into(),
+            },
+            label: "é".repeat(100),
+            min_compatible_peer: None,
+            min_compatible_protocol: Some("1.0".into()),
+            audit_enabled: None,
+        };
+        assert_eq!(p.check_lengths(), Ok(()));
+        p.version = format!("1.0.0-{}", "a".repeat(1 << 20));
+        assert_eq!(
+            p.check_lengths().map_err(|e| e.field),
+            Err("version"),
+            "a SemVer pre-release of 1 MiB"
+        );
+        p.version = "1.0.0".into();
+        p.browser.name = "x".repeat(65);
+        assert_eq!(p.check_lengths().map_err(|e| e.field), Err("browser.name"));
     }
 
     #[test]

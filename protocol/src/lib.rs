@@ -14,6 +14,8 @@ pub mod error_code;
 pub mod frame;
 pub mod handshake;
 pub mod methods;
+pub mod text;
+pub mod tools;
 pub mod ts_constants;
 
 pub use close_code::CloseCode;

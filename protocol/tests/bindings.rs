@@ -42,6 +42,7 @@ fn export_all(dir: &Path) {
         api::DeviceList,
         api::RenameDeviceRequest,
         api::RevokeAllResult,
+        api::ForgetResult,
         api::CreateTokenRequest,
         api::TokenView,
         api::TokenCreated,

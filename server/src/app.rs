@@ -34,8 +34,14 @@ pub struct AppState {
     pub clock: Clock,
     pub registry: DeviceRegistry,
     pub sessions: SessionTable,
+    /// API tokens in use here: revoking or expiring one ends what it holds.
+    pub tokens: crate::auth::token_watch::TokenWatch,
     pub agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
+    /// Pairing attempts and anything else on `/extension/authorize` that is not a
+    /// known device's renewal: per client address and per node.
     pub authorize_limiter: Arc<PeerRateLimiter>,
+    /// Renewals, per device.
+    pub renewal_limiter: Arc<crate::limits::renewals::RenewalLimiter>,
     pub upgrade_limiter: Arc<PeerRateLimiter>,
     pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
     pub audit: Audit,
@@ -77,6 +83,9 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
 }
 
 /// A span per request with method and path only: never headers, query or body.
+/// Every answer also says `Cache-Control: no-store` unless its handler set one:
+/// several carry a secret shown once (a new token, a pairing link) and none is worth
+/// keeping in a cache.
 async fn request_span(request: Request, next: Next) -> Response {
     let span = tracing::info_span!(
         "http",
@@ -87,8 +96,12 @@ async fn request_span(request: Request, next: Next) -> Response {
     // An agent's `traceparent` makes this request part of its trace.
     crate::telemetry::otel::adopt_parent(&span, request.headers());
     async move {
-        let response = next.run(request).await;
+        let mut response = next.run(request).await;
         tracing::debug!(status = response.status().as_u16(), "request done");
+        response
+            .headers_mut()
+            .entry(axum::http::header::CACHE_CONTROL)
+            .or_insert(axum::http::HeaderValue::from_static("no-store"));
         response
     }
     .instrument(span)

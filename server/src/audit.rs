@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use latchkey_protocol::text;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::{DeviceSeen, NewAuditEvent, Store, StoreError};
@@ -24,6 +25,7 @@ pub mod action {
     pub const DEVICE_RENAME: &str = "device.rename";
     pub const DEVICE_REVOKE: &str = "device.revoke";
     pub const DEVICE_REVOKE_ALL: &str = "device.revoke_all";
+    pub const DEVICE_FORGET: &str = "device.forget";
     pub const TOKEN_CREATE: &str = "token.create";
     pub const TOKEN_REVOKE: &str = "token.revoke";
 }
@@ -38,7 +40,12 @@ pub struct Audit {
     /// surely, but never ahead of urgent rows, so a storm of disconnects cannot
     /// delay the handshakes of the reconnects.
     background: mpsc::Sender<Pending>,
+    /// When each throttled kind of row was last written ([`Audit::due`]).
+    throttle: Arc<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>>,
 }
+
+/// Throttle keys kept before those that are due again are swept.
+const THROTTLE_KEYS_SWEEP_AT: usize = 4096;
 
 /// Which queue a row waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +94,25 @@ impl Audit {
             clock,
             urgent,
             background,
+            throttle: Arc::default(),
+        }
+    }
+
+    /// Whether a row of kind `key` may be written now, at most once per `every`:
+    /// for what a peer can repeat at will (a refused connection), so that it cannot
+    /// grow the trail.
+    pub fn due(&self, key: &str, every: std::time::Duration) -> bool {
+        let now = std::time::Instant::now();
+        let mut last = self.throttle.lock().unwrap_or_else(|p| p.into_inner());
+        if last.len() >= THROTTLE_KEYS_SWEEP_AT {
+            last.retain(|_, at| now.duration_since(*at) < every);
+        }
+        match last.get(key) {
+            Some(at) if now.duration_since(*at) < every => false,
+            _ => {
+                last.insert(key.to_string(), now);
+                true
+            }
         }
     }
 
@@ -113,20 +139,27 @@ impl Audit {
             tenant_id: e.tenant_id.to_string(),
             device_id: device_id.to_string(),
             at,
-            browser: browser.map(|(n, v)| (n.to_string(), v.to_string())),
+            browser: browser.map(|(n, v)| {
+                (
+                    text::clean(n, text::MAX_BROWSER_FIELD_CHARS),
+                    text::clean(v, text::MAX_BROWSER_FIELD_CHARS),
+                )
+            }),
         };
         self.record_rows(priority, Some(seen), e).await;
     }
 
     async fn record_rows(&self, priority: Priority, seen: Option<DeviceSeen>, e: Event<'_>) {
+        // Whatever part of a row came from a peer is cleaned and bounded here, once
+        // for every writer (docs/security.md).
         let row = NewAuditEvent {
             tenant_id: e.tenant_id.to_string(),
             at: self.clock.now_ms(),
-            actor: e.actor,
+            actor: bounded(&e.actor, text::MAX_AUDIT_REF_CHARS),
             action: e.action.to_string(),
-            target: e.target,
-            outcome: e.outcome.to_string(),
-            detail: e.detail,
+            target: bounded(&e.target, text::MAX_AUDIT_REF_CHARS),
+            outcome: bounded(e.outcome, text::MAX_AUDIT_REF_CHARS),
+            detail: e.detail.map(|d| bounded(&d, text::MAX_AUDIT_DETAIL_CHARS)),
         };
         let action = row.action.clone();
         if let Err(err) = self.commit(priority, seen, Some(row)).await {
@@ -191,6 +224,12 @@ async fn group_commit(
             let _ = p.done.send(result.clone());
         }
     }
+}
+
+/// `raw` without unsafe characters, cut to `max` characters (ending in `…` when
+/// cut).
+fn bounded(raw: &str, max: usize) -> String {
+    text::truncate(&text::clean(raw, max.saturating_add(1)), max)
 }
 
 /// `token:<name>` — an API token acting.

@@ -45,8 +45,12 @@ pub struct Limits {
     pub device_ttl_secs: u64,
     /// When the extension should renew, counted from the grant.
     pub renew_after_secs: u64,
-    /// `/extension/authorize` requests per peer address per minute.
+    /// `/extension/authorize` requests per peer address per minute, renewals of
+    /// known devices excepted.
     pub authorize_per_minute: u32,
+    /// Renewals per device per minute (a real extension retries at most once a
+    /// minute).
+    pub renewals_per_minute_per_device: u32,
     /// `GET /extension` upgrades per peer address per minute.
     pub upgrades_per_minute: u32,
     /// Agent API requests (REST requests and agent-socket frames) per token per second.
@@ -76,6 +80,9 @@ pub struct Limits {
     pub setup_timeout_ms: u64,
     /// Connections in TLS/HTTP setup at once; at the cap the oldest is dropped.
     pub max_connections_in_setup: usize,
+    /// Of those, how many one client address may hold (an IPv6 /64 counts as one
+    /// address; a trusted proxy's connections are not counted together).
+    pub max_connections_in_setup_per_peer: usize,
     /// Devices online (handshaken) on this node; a new one beyond gets 503.
     pub max_online_devices: usize,
     /// Agent WebSockets open on this node, all tokens together.
@@ -101,6 +108,15 @@ pub struct Limits {
     pub session_start_timeout_ms: u64,
     /// Agent WebSockets open at once per API token.
     pub max_agent_sockets_per_token: usize,
+    /// Sessions (Agent Windows) open at once on one browser; one more is refused
+    /// with `capacity_reached` and `Retry-After`.
+    pub max_sessions_per_device: usize,
+    /// Sessions open at once per API token; one more is refused with `limit_reached`.
+    pub max_sessions_per_token: usize,
+    /// A device replaced by a new socket of its own more often than this in a
+    /// minute is refused at the upgrade (429, `Retry-After`) for the rest of the
+    /// minute: two copies of one device must not knock each other offline forever.
+    pub max_replacements_per_minute: u32,
 }
 
 impl Default for Limits {
@@ -113,6 +129,7 @@ impl Default for Limits {
             device_ttl_secs: 90 * DAY,
             renew_after_secs: 30 * DAY,
             authorize_per_minute: 60,
+            renewals_per_minute_per_device: 10,
             upgrades_per_minute: 600,
             agent_calls_per_second_per_token: 200,
             agent_calls_per_second_per_tenant: 1_000,
@@ -126,6 +143,8 @@ impl Default for Limits {
             max_message_bytes: 16 << 20,
             setup_timeout_ms: 5_000,
             max_connections_in_setup: crate::transport::setup::DEFAULT_MAX_IN_SETUP,
+            max_connections_in_setup_per_peer:
+                crate::transport::setup::DEFAULT_MAX_IN_SETUP_PER_PEER,
             max_online_devices: 50_000,
             max_agent_sockets: 10_000,
             write_stall_timeout_ms: 10_000,
@@ -138,6 +157,9 @@ impl Default for Limits {
             session_reaper_interval_ms: 15_000,
             session_start_timeout_ms: latchkey_protocol::effect::SESSION_START_TIMEOUT_MS,
             max_agent_sockets_per_token: 16,
+            max_sessions_per_device: 8,
+            max_sessions_per_token: 16,
+            max_replacements_per_minute: 10,
         }
     }
 }
@@ -351,6 +373,10 @@ impl Config {
         for (name, value) in [
             ("upgrades_per_minute", l.upgrades_per_minute as usize),
             (
+                "renewals_per_minute_per_device",
+                l.renewals_per_minute_per_device as usize,
+            ),
+            (
                 "agent_calls_per_second_per_token",
                 l.agent_calls_per_second_per_token as usize,
             ),
@@ -359,8 +385,18 @@ impl Config {
                 l.agent_calls_per_second_per_tenant as usize,
             ),
             ("max_connections_in_setup", l.max_connections_in_setup),
+            (
+                "max_connections_in_setup_per_peer",
+                l.max_connections_in_setup_per_peer,
+            ),
             ("max_online_devices", l.max_online_devices),
             ("max_agent_sockets", l.max_agent_sockets),
+            ("max_sessions_per_device", l.max_sessions_per_device),
+            ("max_sessions_per_token", l.max_sessions_per_token),
+            (
+                "max_replacements_per_minute",
+                l.max_replacements_per_minute as usize,
+            ),
         ] {
             if value == 0 {
                 problem(format!("limits.{name} must be at least 1"));

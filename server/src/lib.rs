@@ -217,6 +217,9 @@ pub async fn bind_with_routes(
             config.limits.authorize_per_minute,
             RATE_LIMIT_MAX_KEYS,
         )),
+        renewal_limiter: Arc::new(limits::renewals::RenewalLimiter::per_minute(
+            config.limits.renewals_per_minute_per_device,
+        )),
         upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
             config.limits.upgrades_per_minute,
             RATE_LIMIT_MAX_KEYS,
@@ -229,6 +232,7 @@ pub async fn bind_with_routes(
         clock,
         registry: DeviceRegistry::default(),
         sessions: router::SessionTable::default(),
+        tokens: auth::token_watch::TokenWatch::default(),
         agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
         public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
@@ -260,8 +264,13 @@ pub async fn bind_with_routes(
         listener,
         tls,
         app,
-        Duration::from_millis(state.config.limits.setup_timeout_ms),
-        state.config.limits.max_connections_in_setup,
+        transport::listener::ListenerLimits {
+            setup_timeout: Duration::from_millis(limits.setup_timeout_ms),
+            write_stall: Duration::from_millis(limits.write_stall_timeout_ms),
+            max_in_setup: limits.max_connections_in_setup,
+            max_in_setup_per_peer: limits.max_connections_in_setup_per_peer,
+            trusted_proxies: state.config.trusted_proxies.clone(),
+        },
         state.shutdown.clone(),
         state.tasks.clone(),
     ));

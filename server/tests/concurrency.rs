@@ -49,7 +49,12 @@ backend_tests!(redemptions, one_link_many_redemptions);
 
 async fn one_token_many_successors(backend: Backend) {
     let server = TestServer::builder(backend)
-        .limits(|l| l.authorize_per_minute = 60_000)
+        .limits(|l| {
+            l.authorize_per_minute = 60_000;
+            // A thousand renewals of one device at once: its own budget must not
+            // be what refuses them.
+            l.renewals_per_minute_per_device = 60_000;
+        })
         .start()
         .await
         .expect("server");

@@ -12,12 +12,13 @@ use latchkey_testkit::extension::new_token;
 use latchkey_testkit::{Backend, Daemon, FakeExtension, ScratchDatabase, backend_tests};
 
 /// Start `latchkeyd serve` on port 0 in `dir` with these failpoints. Renewals are
-/// not rate limited here: the tests renew far faster than an extension would.
+/// not rate limited here (per peer or per device): the tests renew far faster than
+/// an extension would.
 async fn start(dir: &std::path::Path, database_url: Option<&str>, failpoints: &str) -> Daemon {
     let mut command = Daemon::serve_command(
         std::path::Path::new(env!("CARGO_BIN_EXE_latchkeyd")),
         dir,
-        "authorize_per_minute = 60000",
+        "authorize_per_minute = 60000\nrenewals_per_minute_per_device = 60000",
     )
     .expect("command");
     if let Some(url) = database_url {

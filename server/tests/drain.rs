@@ -44,7 +44,8 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
         dir.path(),
         &format!(
             "authorize_per_minute = 60000\nupgrades_per_minute = 60000\n\
-             drain_timeout_ms = {DRAIN_MS}"
+             drain_timeout_ms = {DRAIN_MS}\n\
+             max_sessions_per_token = 1000\nmax_sessions_per_device = 1000"
         ),
     )
     .expect("command");

@@ -20,26 +20,8 @@ use tokio::net::TcpStream;
 
 const WORKERS: usize = 50;
 const DEADLINE: Duration = Duration::from_secs(30);
-const MASK: [u8; 4] = [0x11, 0x22, 0x33, 0x44];
 
-/// A client frame: FIN/RSV/opcode byte, then the length, the mask and the masked payload.
-fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![first];
-    match payload.len() {
-        n if n < 126 => out.push(0x80 | n as u8),
-        n if n <= 0xffff => {
-            out.push(0x80 | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(0x80 | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(&MASK);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
-    out
-}
+use latchkey_testkit::raw_ws::{MASK, frame};
 
 /// One kind of malformed input, the close code it must get, and how many to send.
 struct Case {
@@ -133,22 +115,17 @@ fn cases() -> Vec<Case> {
 
 /// Upgrade a device socket by hand and return the stream after the 101.
 async fn upgrade(addr: &str, token: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "GET /extension HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
-         Origin: {TEST_EXTENSION_ORIGIN}\r\nSec-WebSocket-Protocol: {AUTH_SUBPROTOCOL_PREFIX}{token}\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.expect("request");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        stream.read_exact(&mut byte).await.expect("response head");
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head);
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    stream
+    let protocol = format!("{AUTH_SUBPROTOCOL_PREFIX}{token}");
+    latchkey_testkit::raw_ws::upgrade(
+        addr,
+        "/extension",
+        &[
+            ("Origin", TEST_EXTENSION_ORIGIN),
+            ("Sec-WebSocket-Protocol", &protocol),
+        ],
+    )
+    .await
+    .expect("upgraded")
 }
 
 /// Send `bytes` and read until the server's Close frame: its code, or `None` if the

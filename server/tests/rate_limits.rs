@@ -1,6 +1,6 @@
-//! Rate limits (issue 6): pairing brute force from one peer and from 1,000
-//! addresses, WebSocket upgrades per peer, and agent requests per token and per
-//! tenant. Each row checks the codes and `Retry-After`, that nothing was granted,
+//! Rate limits: pairing brute force from one peer and from 1,000 addresses,
+//! renewals that pairing guesses cannot starve, WebSocket upgrades per peer, and
+//! agent requests per token and per tenant. Each row checks the codes and `Retry-After`, that nothing was granted,
 //! and that the gateway still serves everyone else.
 
 #![allow(clippy::expect_used, clippy::panic)]
@@ -89,6 +89,70 @@ async fn pairing_brute_force_gets_nothing_and_others_are_served() {
     server.stop().await;
 }
 
+/// An outside review spent the node's pairing budget with 960 wrong secrets from
+/// 16 addresses; a real renewal from a new address then got 429. Renewals are now
+/// charged to their device: pairing guesses, however many, leave them alone. A
+/// renewal with a token no device holds is a guess, charged to its peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_guesses_cannot_starve_a_renewal() {
+    // 3 a minute per peer and 48 for the node: a budget this test can spend, and
+    // one that refills only every 1.25 s.
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.authorize_per_minute = 3)
+        .start()
+        .await
+        .expect("server");
+    let mut device = server.new_extension().await.expect("extension");
+    device.pair().await.expect("pair");
+    let target = server.new_extension().await.expect("extension");
+    let from = |ip: &str| {
+        FakeExtension::from_link(
+            &format!("{}#{}", target.ws_url, new_token()),
+            client_from(ip.parse().expect("ip")),
+            None,
+        )
+        .expect("extension")
+    };
+    // A renewal with a token no device holds is a guess, on its peer's budget.
+    let guesser = from("127.5.0.3");
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let a = guesser
+            .renew_raw(&new_token(), &new_token())
+            .await
+            .expect("answer");
+        statuses.push(a.status);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429]);
+    // Pairing guesses from address after address, until a fresh address is
+    // refused at once: the node's budget is spent.
+    let mut spent = false;
+    for peer in 0..40u8 {
+        let guesser = from(&format!("127.4.0.{}", peer + 1));
+        let first = guesser
+            .authorize_raw(Some(&new_token()), &guess())
+            .await
+            .expect("answer");
+        if first.status == 429 {
+            spent = true;
+            break;
+        }
+        for _ in 0..3 {
+            let a = guesser
+                .authorize_raw(Some(&new_token()), &guess())
+                .await
+                .expect("answer");
+            assert_ne!(a.status, 200);
+        }
+    }
+    assert!(spent, "the node's pairing budget was never spent");
+    // Right then, a renewal from yet another address goes through, on its
+    // device's own budget.
+    device.http = client_from("127.5.0.2".parse().expect("ip"));
+    device.renew().await.expect("renewal despite the guesses");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrades_are_limited_per_peer() {
     let server = TestServer::builder(Backend::Sqlite)
@@ -159,7 +223,7 @@ async fn agent_requests_are_limited_per_token_and_per_tenant() {
         .expect("answer");
     assert_eq!(refused.status, 429);
     assert_eq!(refused.body["error"]["data"]["scope"], "tenant");
-    // Admins are not agents: their API is not charged.
+    // The admin API is not charged (admins on the agent API are: agent_limits.rs).
     assert!(server.admin().devices().await.is_ok());
     server.stop().await;
 }

@@ -30,36 +30,18 @@ async fn wait_received(browser: &FakeBrowser, method: &str, n: usize) -> bool {
 
 /// Read server-sent events until `n` have arrived; returns their JSON data.
 async fn read_events(
-    server: &TestServer,
+    _server: &TestServer,
     agent: &FakeAgent,
     session: &str,
     n: usize,
 ) -> tokio::task::JoinHandle<Vec<Value>> {
-    let url = format!("{}/v1/sessions/{session}/events", server.http_base());
-    let mut resp = server
-        .http
-        .get(url)
-        .bearer_auth(&agent.token)
-        .send()
-        .await
-        .expect("events");
-    assert_eq!(resp.status().as_u16(), 200);
+    let mut stream = agent.events(session).await.expect("events");
     tokio::spawn(async move {
-        let mut buffer = String::new();
         let mut events = Vec::new();
         while events.len() < n {
-            let Ok(Some(chunk)) = tokio::time::timeout(DEADLINE, resp.chunk())
-                .await
-                .expect("event in time")
-            else {
-                break;
-            };
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
-                    events.push(serde_json::from_str(data).expect("event JSON"));
-                }
+            match stream.next().await.expect("event in time") {
+                Some((_, data)) => events.push(data),
+                None => break,
             }
         }
         events

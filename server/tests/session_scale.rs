@@ -39,6 +39,9 @@ async fn fifty_sessions(backend: Backend) {
         .limits(|l| {
             l.authorize_per_minute = 60_000;
             l.max_calls_in_flight_per_device = 32;
+            // Sessions at this scale: the caps are tested in session_caps.rs.
+            l.max_sessions_per_device = 64;
+            l.max_sessions_per_token = 64;
         })
         .start()
         .await
@@ -188,7 +191,11 @@ async fn hundred_in_flight(
 }
 
 fn hundred_server(backend: Backend) -> latchkey_testkit::TestServerBuilder {
-    TestServer::builder(backend).limits(|l| l.max_calls_in_flight_per_device = 128)
+    TestServer::builder(backend).limits(|l| {
+        l.max_calls_in_flight_per_device = 128;
+        l.max_sessions_per_device = 128;
+        l.max_sessions_per_token = 128;
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// About 1.5 MiB of parameters: under the REST body limit, and a dozen of them are
 /// more than loopback's socket buffers hold.
 fn bulky() -> serde_json::Value {
-    json!({ "text": "x".repeat(1_500_000) })
+    json!({ "ref": "e1", "value": "x".repeat(1_500_000) })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,6 +29,7 @@ async fn a_device_that_stops_reading_is_dropped_and_its_callers_answered() {
         .limits(|l| {
             l.write_stall_timeout_ms = 500;
             l.max_calls_in_flight_per_device = 32;
+            l.max_sessions_per_device = 16;
         })
         .start()
         .await
@@ -144,7 +145,7 @@ async fn an_agent_socket_that_stops_reading_is_dropped() {
             let frame = json!({
                 "id": format!("c{sent}"),
                 "method": "tool.fill",
-                "params": {"session_id": session_id, "text": "x".repeat(1_000_000)},
+                "params": {"session_id": session_id, "ref": "e1", "value": "x".repeat(1_000_000)},
             });
             if ws.send(Message::text(frame.to_string())).await.is_err() {
                 return;

@@ -96,10 +96,20 @@ impl AdminClient {
     }
 
     pub async fn create_token(&self, name: &str, role: Role) -> anyhow::Result<TokenCreated> {
+        self.create_token_with_ttl(name, role, None).await
+    }
+
+    /// A token that expires `ttl_secs` after its creation.
+    pub async fn create_token_with_ttl(
+        &self,
+        name: &str,
+        role: Role,
+        ttl_secs: Option<u64>,
+    ) -> anyhow::Result<TokenCreated> {
         let body = CreateTokenRequest {
             name: name.to_string(),
             role,
-            ttl_secs: None,
+            ttl_secs,
         };
         self.ok(
             Method::POST,
@@ -107,5 +117,13 @@ impl AdminClient {
             Some(serde_json::to_value(body)?),
         )
         .await
+    }
+}
+
+impl AdminClient {
+    /// `DELETE /v1/admin/tokens/{id}`: status and body.
+    pub async fn revoke_token(&self, id: &str) -> anyhow::Result<(u16, Value)> {
+        self.raw(Method::DELETE, &format!("/v1/admin/tokens/{id}"), None)
+            .await
     }
 }

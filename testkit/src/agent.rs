@@ -36,6 +36,41 @@ impl CallOutcome {
     }
 }
 
+/// A session's server-sent event stream, read over the real HTTP connection.
+#[derive(Debug)]
+pub struct EventStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventStream {
+    /// The next event as `(name, data)`; `None` once the stream has ended. Fails if
+    /// nothing arrives within the read deadline.
+    pub async fn next(&mut self) -> anyhow::Result<Option<(String, Value)>> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let name = block.lines().find_map(|l| l.strip_prefix("event: "));
+                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+                // Keep-alive comments have neither.
+                if let Some(data) = data {
+                    let name = name.unwrap_or("message").to_string();
+                    return Ok(Some((name, serde_json::from_str(data)?)));
+                }
+                continue;
+            }
+            let chunk =
+                tokio::time::timeout(crate::extension::READ_DEADLINE, self.response.chunk())
+                    .await
+                    .map_err(|_| anyhow::anyhow!("no event within the read deadline"))??;
+            match chunk {
+                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FakeAgent {
     http: reqwest::Client,
@@ -70,6 +105,23 @@ impl FakeAgent {
             serde_json::from_str(&text)?
         };
         Ok(CallOutcome { status, body })
+    }
+
+    /// Open `GET /v1/sessions/{session}/events`; fails unless it answers 200.
+    pub async fn events(&self, session: &str) -> anyhow::Result<EventStream> {
+        let response = self
+            .http
+            .get(format!("{}/v1/sessions/{session}/events", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        if response.status() != 200 {
+            bail!("events: HTTP {}", response.status());
+        }
+        Ok(EventStream {
+            response,
+            buffer: String::new(),
+        })
     }
 
     pub async fn browsers(&self) -> anyhow::Result<BrowserList> {

@@ -74,7 +74,9 @@ pub struct FakeExtension {
     pub origin: String,
     /// Connect from this local address (e.g. 127.0.0.2, to look like another client).
     pub local_addr: Option<std::net::IpAddr>,
-    http: reqwest::Client,
+    /// The HTTP client `/authorize` goes through (bind it to another local address
+    /// to look like another client).
+    pub http: reqwest::Client,
     tls: Option<Arc<rustls::ClientConfig>>,
 }
 

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod agent_socket;
 pub mod browser;
 pub mod daemon;
 pub mod echo;
@@ -13,6 +14,7 @@ pub mod extension;
 pub mod hostile;
 pub mod logs;
 pub mod metrics;
+pub mod raw_ws;
 pub mod server;
 pub mod tls;
 
@@ -20,7 +22,8 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use admin::AdminClient;
-pub use agent::{CallOutcome, FakeAgent};
+pub use agent::{CallOutcome, EventStream, FakeAgent};
+pub use agent_socket::AgentSocket;
 pub use browser::{Action, FakeBrowser, Script};
 pub use daemon::Daemon;
 pub use extension::{ExtensionSocket, FakeExtension};

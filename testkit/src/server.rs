@@ -343,6 +343,12 @@ impl TestServer {
         self.handle().public_addr
     }
 
+    /// The PEM of the CA that signed this server's certificate (None for a plain
+    /// server), for clients the test builds itself.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.certs.as_ref().map(|c| c.ca_pem.as_str())
+    }
+
     /// TLS settings for WebSocket clients (None for a plain server).
     pub fn client_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
         self.client_tls.clone()

@@ -361,15 +361,18 @@ pub(super) fn revoke(md: &mut String, r: &Results) {
          one at a time, each timed from the admin's `DELETE /v1/admin/devices/{id}` being \
          sent to the device receiving Close 4001 (the HTTP round trip included). latchkeyd \
          closes the socket before it commits the revocation and again after; the admin's \
-         answer waits for the commit, and its own p50 and p99 are the last columns.\n\n\
-         | backend | devices | samples | p50 | p90 | p99 | max | answered p50 | answered p99 |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+         answer waits for the commit, and its own p50 and p99 follow. The last columns \
+         are API tokens: as many agent sockets as samples, each on a token of its own, \
+         each timed from `DELETE /v1/admin/tokens/{id}` to its socket receiving Close \
+         4006.\n\n\
+         | backend | devices | samples | p50 | p90 | p99 | max | answered p50 | answered p99 | token p50 | token p99 |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for x in runs {
         let answered = |us: Option<u128>| us.map_or_else(|| "—".to_string(), ms);
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             x.backend,
             x.devices,
             x.samples,
@@ -378,7 +381,9 @@ pub(super) fn revoke(md: &mut String, r: &Results) {
             ms(x.p99_us),
             ms(x.max_us),
             answered(x.answered_p50_us),
-            answered(x.answered_p99_us)
+            answered(x.answered_p99_us),
+            answered(x.token_p50_us),
+            answered(x.token_p99_us)
         );
     }
     md.push('\n');

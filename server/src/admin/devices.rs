@@ -4,18 +4,18 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use latchkey_protocol::CloseCode;
 use latchkey_protocol::api::{
-    DeviceList, DeviceStatus, DeviceView, RenameDeviceRequest, RevokeAllResult,
+    DeviceList, DeviceStatus, DeviceView, ForgetResult, RenameDeviceRequest, RevokeAllResult,
 };
 use latchkey_protocol::authorize::is_device_id;
-use latchkey_protocol::{CloseCode, ErrorCode};
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
 use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
-use crate::store::DeviceRecord;
+use crate::store::{DeviceRecord, Forget};
 
 fn view(state: &AppState, d: DeviceRecord) -> DeviceView {
     let now = state.clock.now_ms();
@@ -87,8 +87,11 @@ pub async fn rename(
     ApiJson(body): ApiJson<RenameDeviceRequest>,
 ) -> Result<Json<DeviceView>, ApiError> {
     let id = checked_id(&id)?;
-    let label = super::clean_name(&body.label, 100)
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidParams, "label must not be empty"))?;
+    let label = super::clean_name(
+        &body.label,
+        "label",
+        latchkey_protocol::text::MAX_LABEL_CHARS,
+    )?;
     let d = state
         .store
         .rename_device(&p.tenant_id, id, &label)
@@ -182,4 +185,44 @@ pub async fn revoke_all(
         revoked_devices: ids.len() as u64,
         voided_pairings: voided,
     }))
+}
+
+/// `POST /v1/admin/devices/{id}/forget`: take a device whose grant has ended
+/// (revoked or expired) off the tenant's list. A live device is refused
+/// (`invalid_request`: revoke it first); the audit rows about it stay. This is how a
+/// revoked local browser is brought back: forgotten, its next connection makes a
+/// new device.
+pub async fn forget(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<ForgetResult>, ApiError> {
+    let id = checked_id(&id)?;
+    match state
+        .store
+        .forget_device(&p.tenant_id, id, state.clock.now_ms())
+        .await?
+    {
+        Forget::NotFound => Err(ApiError::not_found("device")),
+        Forget::Live => Err(ApiError::invalid(
+            "the device's grant is live: revoke it before forgetting it",
+        )),
+        Forget::Forgotten => {
+            state
+                .audit
+                .record(Event {
+                    tenant_id: &p.tenant_id,
+                    actor: p.actor(),
+                    action: action::DEVICE_FORGET,
+                    target: audit::device_ref(id),
+                    outcome: "ok",
+                    detail: None,
+                })
+                .await;
+            Ok(Json(ForgetResult {
+                id: id.to_string(),
+                forgotten: true,
+            }))
+        }
+    }
 }

@@ -19,6 +19,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/admin/pairings", post(pairings::create))
         .route("/v1/admin/devices", get(devices::list))
         .route("/v1/admin/devices/revoke-all", post(devices::revoke_all))
+        .route("/v1/admin/devices/{id}/forget", post(devices::forget))
         .route(
             "/v1/admin/devices/{id}",
             get(devices::get_one)
@@ -30,13 +31,29 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/admin/audit", get(audit_log::list))
 }
 
-/// Trim, drop control characters, and bound a display name; `None` if nothing is left.
-pub(crate) fn clean_name(raw: &str, max_chars: usize) -> Option<String> {
-    let cleaned: String = raw
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(max_chars)
-        .collect();
-    let cleaned = cleaned.trim();
-    (!cleaned.is_empty()).then(|| cleaned.to_string())
+/// A display name an admin sent (a label, a token name), as stored: refused with
+/// `invalid_params` naming `field` when longer than `max_chars` or empty once
+/// control and bidirectional formatting characters are dropped
+/// ([`latchkey_protocol::text::clean`]).
+pub(crate) fn clean_name(
+    raw: &str,
+    field: &'static str,
+    max_chars: usize,
+) -> Result<String, crate::api_error::ApiError> {
+    use latchkey_protocol::ErrorCode;
+    let refuse = |message: String| {
+        let mut e = crate::api_error::ApiError::new(ErrorCode::InvalidParams, message);
+        e.data = Some(serde_json::json!({ "field": field, "max_chars": max_chars }));
+        e
+    };
+    if raw.len() > max_chars && raw.chars().count() > max_chars {
+        return Err(refuse(format!(
+            "{field} must be at most {max_chars} characters"
+        )));
+    }
+    let cleaned = latchkey_protocol::text::clean(raw, max_chars);
+    if cleaned.is_empty() {
+        return Err(refuse(format!("{field} must not be empty")));
+    }
+    Ok(cleaned)
 }

@@ -27,13 +27,11 @@ pub async fn create(
             format!("ttl_secs must be 1..={}", limits.pairing_ttl_max_secs),
         ));
     }
-    let label =
-        match body.label.as_deref() {
-            None => None,
-            Some(raw) => Some(super::clean_name(raw, 100).ok_or_else(|| {
-                ApiError::new(ErrorCode::InvalidParams, "label must not be empty")
-            })?),
-        };
+    let label = body
+        .label
+        .as_deref()
+        .map(|raw| super::clean_name(raw, "label", latchkey_protocol::text::MAX_LABEL_CHARS))
+        .transpose()?;
     let now = state.clock.now_ms();
     let secret_text = secret::random_secret();
     let pairing = NewPairing {

@@ -11,6 +11,7 @@ use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::auth::principal::AdminPrincipal;
 use crate::auth::secret;
+use crate::auth::token_watch::TokenEnd;
 use crate::clock::rfc3339;
 use crate::store::ApiTokenRecord;
 
@@ -34,8 +35,11 @@ pub async fn create(
     AdminPrincipal(p): AdminPrincipal,
     ApiJson(body): ApiJson<CreateTokenRequest>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
-    let name = super::clean_name(&body.name, 64)
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidParams, "name must not be empty"))?;
+    let name = super::clean_name(
+        &body.name,
+        "name",
+        latchkey_protocol::text::MAX_TOKEN_NAME_CHARS,
+    )?;
     if body
         .ttl_secs
         .is_some_and(|t| t == 0 || t > MAX_TOKEN_TTL_SECS)
@@ -91,17 +95,28 @@ pub async fn list(
     }))
 }
 
+/// Revoke a token and end everything it holds on this node at once: its agent
+/// sockets close with 4006, its event streams end, its sessions end with reason
+/// `token_revoked` and their calls in flight fail with `token_revoked`. As for a
+/// device, the end is signalled before the commit (only for a token this tenant
+/// holds here, so a foreign id ends nothing) and again after it, which catches a
+/// request that authenticated in between.
 pub async fn revoke(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<TokenView>, ApiError> {
     let now = state.clock.now_ms();
+    state
+        .tokens
+        .end_in_tenant(&p.tenant_id, &id, TokenEnd::Revoked);
     let token = state
         .store
         .revoke_api_token(&p.tenant_id, &id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("token"))?;
+    let in_use = state.tokens.end(&token.id, TokenEnd::Revoked);
+    tracing::info!(tenant = %p.tenant_id, token = %token.id, in_use, "API token revoked");
     state
         .audit
         .record(Event {

@@ -6,12 +6,12 @@ use latchkey_protocol::agent::{BrowserList, BrowserView};
 
 use crate::api_error::ApiError;
 use crate::app::AppState;
-use crate::auth::principal::Principal;
+use crate::auth::principal::{AgentPrincipal, Principal};
 use crate::clock::rfc3339;
 
 pub async fn list(
     State(state): State<AppState>,
-    p: Principal,
+    AgentPrincipal(p): AgentPrincipal,
 ) -> Result<Json<BrowserList>, ApiError> {
     Ok(Json(browser_list(&state, &p).await?))
 }

@@ -1,5 +1,7 @@
 //! `GET /v1/sessions/{id}/events`: server-sent events for one session (window
-//! closed, user interrupt, session ended). The stream ends after `session_ended`.
+//! closed, user interrupt, session ended). The stream ends after `session_ended`, or
+//! with an `error` event (`token_revoked`, `token_expired`) the moment the token it
+//! was opened with ends.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,19 +15,29 @@ use tokio::sync::broadcast;
 
 use crate::api_error::ApiError;
 use crate::app::AppState;
-use crate::auth::principal::Principal;
+use crate::auth::principal::AgentPrincipal;
 
 pub async fn stream(
     State(state): State<AppState>,
-    p: Principal,
+    AgentPrincipal(p): AgentPrincipal,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let session = state.sessions.owned(&p, &id)?;
     let rx = session.subscribe();
-    let events = stream::unfold(Some(rx), |rx| async move {
-        let mut rx = rx?;
+    let lease = p.lease;
+    let events = stream::unfold(Some((rx, lease)), |open| async move {
+        let (mut rx, lease) = open?;
         loop {
-            match rx.recv().await {
+            let received = tokio::select! {
+                // What the session already said goes out before the token's end.
+                biased;
+                r = rx.recv() => r,
+                end = lease.ended() => {
+                    let data = serde_json::to_string(&end.error()).unwrap_or_default();
+                    return Some((Ok(Event::default().event("error").data(data)), None));
+                }
+            };
+            match received {
                 Ok(event) => {
                     let last = matches!(event, SessionEvent::SessionEnded { .. });
                     let name = match &event {
@@ -35,7 +47,7 @@ pub async fn stream(
                     };
                     let data = serde_json::to_string(&event).unwrap_or_default();
                     let item = Ok(Event::default().event(name).data(data));
-                    return Some((item, if last { None } else { Some(rx) }));
+                    return Some((item, if last { None } else { Some((rx, lease)) }));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return None,

@@ -5,6 +5,7 @@
 mod answers;
 mod browsers;
 mod events;
+mod requests;
 mod sessions;
 pub mod socket;
 pub mod socket_slots;

@@ -10,21 +10,24 @@ use latchkey_protocol::agent::{
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
-use crate::auth::principal::{AdminPrincipal, Principal};
+use crate::auth::principal::{AdminPrincipal, AgentPrincipal, Principal};
 use crate::router::calls::{self, ToolCall};
 use crate::router::lifecycle;
 use crate::router::sessions::not_registered;
 
 pub async fn start(
     State(state): State<AppState>,
-    p: Principal,
+    AgentPrincipal(p): AgentPrincipal,
     ApiJson(body): ApiJson<StartSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionView>), ApiError> {
     let session = lifecycle::start(&state, &p, body).await?;
     Ok((StatusCode::CREATED, Json(session.view())))
 }
 
-pub async fn list(State(state): State<AppState>, p: Principal) -> Json<SessionList> {
+pub async fn list(
+    State(state): State<AppState>,
+    AgentPrincipal(p): AgentPrincipal,
+) -> Json<SessionList> {
     Json(owned_sessions(&state, &p))
 }
 
@@ -41,7 +44,7 @@ pub fn owned_sessions(state: &AppState, p: &Principal) -> SessionList {
 
 pub async fn stop(
     State(state): State<AppState>,
-    p: Principal,
+    AgentPrincipal(p): AgentPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
     let session = state.sessions.owned(&p, &id)?;
@@ -56,7 +59,7 @@ pub struct RawCallResult {
 
 pub async fn call(
     State(state): State<AppState>,
-    p: Principal,
+    AgentPrincipal(p): AgentPrincipal,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> Result<Json<RawCallResult>, ApiError> {

@@ -4,3 +4,4 @@
 pub mod bootstrap;
 pub mod principal;
 pub mod secret;
+pub mod token_watch;

@@ -1,4 +1,6 @@
-//! Who is calling the HTTP API: an API token resolved to its tenant and role.
+//! Who is calling the HTTP API: an API token resolved to its tenant and role, with a
+//! lease on it ([`TokenLease`]) so that whatever the request starts ends when the
+//! token is revoked or expires.
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -9,6 +11,7 @@ use latchkey_protocol::api::Role;
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::secret;
+use crate::auth::token_watch::TokenLease;
 
 /// An authenticated API caller. Every handler scopes its queries by `tenant_id`.
 #[derive(Debug, Clone)]
@@ -17,6 +20,9 @@ pub struct Principal {
     pub token_id: String,
     pub token_name: String,
     pub role: Role,
+    /// Ends when the token is revoked or expires; sockets, streams and sessions the
+    /// request starts keep a clone.
+    pub lease: TokenLease,
 }
 
 impl Principal {
@@ -28,6 +34,11 @@ impl Principal {
 /// A caller whose token has the admin role.
 #[derive(Debug, Clone)]
 pub struct AdminPrincipal(pub Principal);
+
+/// A caller of the agent API: any role, charged to the agent rate limits (per token
+/// and per tenant) like every agent, admins included.
+#[derive(Debug, Clone)]
+pub struct AgentPrincipal(pub Principal);
 
 /// The bearer credential of a request: exactly one `Authorization: Bearer <x>`.
 pub fn bearer(parts: &Parts) -> Option<&str> {
@@ -51,23 +62,27 @@ impl FromRequestParts<AppState> for Principal {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let credential = bearer(parts).ok_or_else(ApiError::unauthorized)?;
         let hash = secret::hash(credential);
-        let token = state
-            .store
-            .api_token_by_hash(&hash)
-            .await?
-            .filter(|t| secret::ct_eq(&t.token_hash, &hash))
-            .ok_or_else(ApiError::unauthorized)?;
-        let now = state.clock.now_ms();
-        if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
-            return Err(ApiError::unauthorized());
-        }
+        // A revocation signalled between the read and the lease sends us back to the
+        // store (auth::token_watch); revocations are rare, so this loops at most a
+        // few times.
+        let (token, lease) = loop {
+            let epoch = state.tokens.epoch();
+            let token = state
+                .store
+                .api_token_by_hash(&hash)
+                .await?
+                .filter(|t| secret::ct_eq(&t.token_hash, &hash))
+                .ok_or_else(ApiError::unauthorized)?;
+            let now = state.clock.now_ms();
+            if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
+                return Err(ApiError::unauthorized());
+            }
+            if let Ok(lease) = state.tokens.lease(&token, epoch, &state.clock) {
+                break (token, lease);
+            }
+        };
         let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
-        if role == Role::Agent
-            && let Err(limited) = state.agent_limiter.check(&token.tenant_id, &token.id)
-        {
-            crate::telemetry::metrics::refused("rate_limited");
-            return Err(limited.api_error());
-        }
+        let now = state.clock.now_ms();
         // Recorded at most once a minute per token, so reads do not become writes.
         if token.last_used_at.is_none_or(|t| now - t > 60_000)
             && let Err(e) = state
@@ -83,7 +98,21 @@ impl FromRequestParts<AppState> for Principal {
             token_id: token.id,
             token_name: token.name,
             role,
+            lease,
         })
+    }
+}
+
+impl FromRequestParts<AppState> for AgentPrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
+            crate::telemetry::metrics::refused("rate_limited");
+            return Err(limited.api_error());
+        }
+        Ok(AgentPrincipal(p))
     }
 }
 

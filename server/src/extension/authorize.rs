@@ -108,34 +108,67 @@ async fn authorize_inner(
     request: Request,
 ) -> Result<AuthorizeGrant, Refusal> {
     let client = client_ip(peer, request.headers(), &state.config.trusted_proxies);
-    state
-        .authorize_limiter
-        .check(client)
-        .map_err(|_| Refusal::RATE_LIMITED)?;
+    // Whatever is not a renewal of a known device is charged to the client's
+    // address (and the node): a refusal here still spends the budget, and a spent
+    // budget answers 429 instead.
+    let charged = |refusal: Refusal| match state.authorize_limiter.check(client) {
+        Ok(()) => refusal,
+        Err(_) => Refusal::RATE_LIMITED,
+    };
     if request.uri().query().is_some() {
-        return Err(Refusal::UNAUTHORIZED);
+        return Err(charged(Refusal::UNAUTHORIZED));
     }
-    let credential = bearer(&request).ok_or(Refusal::UNAUTHORIZED)?.to_string();
+    let Some(credential) = bearer(&request).map(str::to_string) else {
+        return Err(charged(Refusal::UNAUTHORIZED));
+    };
     if !is_json(&request) {
-        return Err(Refusal::BAD_REQUEST);
+        return Err(charged(Refusal::BAD_REQUEST));
     }
     let body_timeout = Duration::from_millis(state.config.limits.body_timeout_ms);
-    let body = tokio::time::timeout(body_timeout, to_bytes(request.into_body(), MAX_BODY_BYTES))
-        .await
-        .map_err(|_| Refusal::BAD_REQUEST)?
-        .map_err(|_| Refusal::BAD_REQUEST)?;
-    let body: AuthorizeRequest = serde_json::from_slice(&body).map_err(|_| Refusal::BAD_REQUEST)?;
-    if !is_token_shaped(&body.next_token) {
-        return Err(Refusal::BAD_REQUEST);
-    }
+    let body =
+        match tokio::time::timeout(body_timeout, to_bytes(request.into_body(), MAX_BODY_BYTES))
+            .await
+        {
+            Ok(Ok(body)) => body,
+            _ => return Err(charged(Refusal::BAD_REQUEST)),
+        };
+    let body = match serde_json::from_slice::<AuthorizeRequest>(&body) {
+        Ok(body) if is_token_shaped(&body.next_token) => body,
+        _ => return Err(charged(Refusal::BAD_REQUEST)),
+    };
     let action = match body.action {
         AuthorizeAction::Pair => "pair",
         AuthorizeAction::Renew => "renew",
     };
     tracing::Span::current().record("action", action);
     match body.action {
-        AuthorizeAction::Pair => pair(state, &credential, &body, client).await,
-        AuthorizeAction::Renew => renew(state, &credential, &body).await,
+        AuthorizeAction::Pair => {
+            state
+                .authorize_limiter
+                .check(client)
+                .map_err(|_| Refusal::RATE_LIMITED)?;
+            pair(state, &credential, &body, client).await
+        }
+        AuthorizeAction::Renew => {
+            // Whose token is this? A device's renewal is charged to that device's
+            // own budget; anything else is a guess, charged like a pairing attempt.
+            let known = if is_token_shaped(&credential) {
+                state
+                    .store
+                    .device_for_bearer(&secret::hash(&credential))
+                    .await
+                    .map_err(|e| store_refusal(&e))?
+            } else {
+                None
+            };
+            match known {
+                None => Err(charged(Refusal::UNAUTHORIZED)),
+                Some((_, device_id)) if !state.renewal_limiter.check(&device_id) => {
+                    Err(Refusal::RATE_LIMITED)
+                }
+                Some(_) => renew(state, &credential, &body).await,
+            }
+        }
     }
 }
 

@@ -100,25 +100,31 @@ pub async fn extension_socket(
     if let Err(r) = check_origin(&headers, &state.config.allowed_extension_ids) {
         return r.into_response();
     }
+    if state.config.local && !headers.contains_key(header::SEC_WEBSOCKET_PROTOCOL) {
+        return super::local::upgrade(state, &headers, peer, ws).await;
+    }
     // Noted before the store is read: the connection re-reads the grant only if a
     // close was signalled since (router::connection::start).
     let grant_changes = state.registry.grant_changes();
-    let offers_protocol = headers.contains_key(header::SEC_WEBSOCKET_PROTOCOL);
-    let (device, echo) = if state.config.local && !offers_protocol {
-        match super::local::local_device(&state, &headers, peer).await {
-            Ok(d) => (d, None),
-            Err(r) => return r.into_response(),
-        }
-    } else {
-        // The upgrade is bounded like the rest of setup: a store that cannot answer
-        // in time gets the client a 503 to retry, not a hanging request.
-        let bound = std::time::Duration::from_millis(state.config.limits.setup_timeout_ms);
-        match tokio::time::timeout(bound, authenticate(&state, &headers)).await {
-            Ok(Ok((d, echo))) => (d, Some(echo)),
-            Ok(Err(r)) => return r.into_response(),
-            Err(_) => return Refusal::STORE_BUSY.into_response(),
-        }
+    // The upgrade is bounded like the rest of setup: a store that cannot answer in
+    // time gets the client a 503 to retry, not a hanging request.
+    let bound = std::time::Duration::from_millis(state.config.limits.setup_timeout_ms);
+    let (device, echo) = match tokio::time::timeout(bound, authenticate(&state, &headers)).await {
+        Ok(Ok(found)) => found,
+        Ok(Err(r)) => return r.into_response(),
+        Err(_) => return Refusal::STORE_BUSY.into_response(),
     };
+    if let Some(wait) = state
+        .registry
+        .replacement_backoff(&device.id, state.config.limits.max_replacements_per_minute)
+    {
+        crate::telemetry::metrics::refused("replacement_loop");
+        return Refusal {
+            retry_after_secs: Some(wait.as_secs().max(1)),
+            ..Refusal::RATE_LIMITED
+        }
+        .into_response();
+    }
     if !state
         .registry
         .admits(&device.id, state.config.limits.max_online_devices)
@@ -127,16 +133,16 @@ pub async fn extension_socket(
         return Refusal::AT_CAPACITY.into_response();
     }
     let mut ws = crate::transport::websocket_settings(ws, &state.config.limits);
-    if let Some(echo) = echo {
-        ws.set_selected_protocol(echo);
-    }
+    ws.set_selected_protocol(echo);
     let tracker = state.tasks.clone();
     // One pointer waits in the upgrade task, not the connection's whole start.
     let accepted = Box::new(crate::router::connection::Accepted {
+        guard_key: device.id.clone(),
         state,
         device,
         peer: client,
         grant_changes,
+        first_frame: None,
     });
     ws.on_upgrade(move |socket| {
         tracker.track_future(crate::router::connection::run(socket, accepted))

@@ -4,3 +4,4 @@
 pub mod agent_rate;
 pub mod client_ip;
 pub mod rate;
+pub mod renewals;

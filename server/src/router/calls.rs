@@ -34,6 +34,15 @@ fn invalid(message: impl Into<String>) -> ErrorBody {
     ErrorBody::new(ErrorCode::InvalidParams, message)
 }
 
+/// `invalid_params` naming the field, as every params refusal does.
+fn invalid_field(field: &str, message: impl Into<String>) -> ErrorBody {
+    ErrorBody {
+        code: ErrorCode::InvalidParams,
+        message: message.into(),
+        data: Some(json!({ "field": field })),
+    }
+}
+
 /// `params` as an object (absent → empty), or `invalid_params`.
 pub fn params_object(params: Option<Value>) -> Result<Map<String, Value>, ErrorBody> {
     match params {
@@ -49,18 +58,17 @@ pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
         if (1..=MAX_CALL_TIMEOUT_MS).contains(&ms) {
             Ok(ms)
         } else {
-            Err(invalid(format!(
-                "timeout_ms must be 1..={MAX_CALL_TIMEOUT_MS}"
-            )))
+            Err(invalid_field(
+                "timeout_ms",
+                format!("timeout_ms must be 1..={MAX_CALL_TIMEOUT_MS}"),
+            ))
         }
     };
     let from_params = match call.params.get("timeout_ms") {
         None => None,
-        Some(v) => {
-            Some(check(v.as_u64().ok_or_else(|| {
-                invalid("timeout_ms must be a positive integer")
-            })?)?)
-        }
+        Some(v) => Some(check(v.as_u64().ok_or_else(|| {
+            invalid_field("timeout_ms", "timeout_ms must be a positive integer")
+        })?)?),
     };
     let request_help = call.method == "tool.request_help";
     let ms = match (call.timeout_ms, from_params) {
@@ -211,6 +219,7 @@ pub async fn forward(
             "tool dispatch interrupted by user",
         )),
         Outcome::Aborted(Some(Abort::BrowserGone)) => Err(inflight_gone()),
+        Outcome::Aborted(Some(Abort::Token(end))) => Err(end.error()),
         Outcome::Aborted(_) => Err(ErrorBody::new(
             ErrorCode::Cancelled,
             "the session is stopping",
@@ -226,21 +235,22 @@ fn inflight_gone() -> ErrorBody {
 }
 
 /// `tool.wait_ms`, answered by the gateway itself (contract §7.4).
+/// Its params were judged by the catalogue (`duration_ms` 0..=300000) before this
+/// runs.
 async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawResult, ErrorBody> {
     let ms = params
         .get("duration_ms")
         .and_then(Value::as_u64)
-        .filter(|ms| *ms <= MAX_WAIT_MS)
-        .ok_or_else(|| {
-            invalid(format!(
-                "tool.wait_ms requires duration_ms 0..={MAX_WAIT_MS}"
-            ))
-        })?;
+        .unwrap_or(0)
+        .min(MAX_WAIT_MS);
     let mut abort = session.abort_signal();
     abort.mark_unchanged();
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(super::link::raw(&json!({ "waited_ms": ms }))),
-        _ = abort.changed() => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),
+        _ = abort.changed() => match *abort.borrow() {
+            Some(Abort::Token(end)) => Err(end.error()),
+            _ => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),
+        },
     }
 }
 
@@ -308,6 +318,16 @@ async fn run_call(
         return Err(invalid("start and stop sessions through the session API"));
     }
     let deadline = deadline(&call)?;
+    // What the protocol defines is judged here, before the session is taken or
+    // anything reaches the browser (docs/protocol.md, "Tools").
+    latchkey_protocol::tools::validate(&call.method, &call.params).map_err(|e| {
+        let message = if e.field.is_empty() {
+            format!("{}: {}", call.method, e.message)
+        } else {
+            format!("{}: {}: {}", call.method, e.field, e.message)
+        };
+        invalid_field(&e.field, message)
+    })?;
     if call.method == "tool.wait_ms" {
         return wait_ms(&call.params, session).await;
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::FutureExt;
 use latchkey_protocol::{CloseCode, Frame};
 use tokio::time::timeout;
@@ -40,6 +40,12 @@ pub struct Accepted {
     /// [`DeviceRegistry::grant_changes`](crate::router::registry::DeviceRegistry::grant_changes)
     /// before the device was authenticated.
     pub grant_changes: u64,
+    /// What the replacement-loop guard counts this device's replacements under
+    /// ([`DeviceRegistry::note_replacement`](crate::router::registry::DeviceRegistry::note_replacement)).
+    pub guard_key: String,
+    /// The first frame, when it was read before the device was known (local mode:
+    /// the handshake says which browser profile it is).
+    pub first_frame: Option<Utf8Bytes>,
 }
 
 /// Run a device connection to its end.
@@ -61,11 +67,16 @@ pub fn run(
         device,
         peer,
         grant_changes,
+        guard_key,
+        first_frame,
     } = *accepted;
     let span = info_span!("device_conn", tenant = %device.tenant_id, device = %device.id, %peer);
     let registration = state
         .registry
         .register(&device.id, &device.tenant_id, state.clock.now_ms());
+    if registration.replaced {
+        state.registry.note_replacement(&guard_key);
+    }
     let conn = Box::new(Connection {
         socket,
         state,
@@ -75,6 +86,7 @@ pub fn run(
         link: None,
         peer,
         grant_changes,
+        first_frame,
     });
     conn.run_to_end().instrument(span)
 }
@@ -108,6 +120,8 @@ struct Connection {
     peer: IpAddr,
     /// See [`Accepted::grant_changes`].
     grant_changes: u64,
+    /// See [`Accepted::first_frame`]; taken by the handshake.
+    first_frame: Option<Utf8Bytes>,
 }
 
 impl Connection {
@@ -191,6 +205,15 @@ impl Connection {
     async fn send_message(&mut self, message: Message) -> Result<(), End> {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
         stall_bounded(stall, self.socket.send(message)).await
+    }
+
+    /// Write out what the WebSocket layer queued on its own (the Pong to a Ping),
+    /// within the stall bound. Called on every Ping: a device that pings without
+    /// reading stalls here, and nothing more is read from it meanwhile, so its
+    /// Pongs cannot pile up (docs/security.md).
+    async fn flush_queued(&mut self) -> Result<(), End> {
+        let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
+        stall_bounded(stall, futures_util::SinkExt::flush(&mut self.socket)).await
     }
 
     /// Send a Close and give the peer a moment to answer it (contract §2.5: 1 s bound).

@@ -40,6 +40,25 @@ pub fn judge(text: &str) -> Result<(String, HandshakeParams), Refused> {
         Some(Ok(p)) => p,
         _ => return Err(refuse("handshake params invalid")),
     };
+    // Every field is bounded before anything is judged, stored or logged: a
+    // 1 MiB SemVer pre-release is valid SemVer (docs/security.md).
+    if let Err(too_long) = params.check_lengths() {
+        let error = ErrorBody {
+            code: ErrorCode::InvalidParams,
+            message: format!(
+                "{} must be at most {} characters",
+                too_long.field, too_long.max_chars
+            ),
+            data: Some(serde_json::json!({
+                "field": too_long.field,
+                "max_chars": too_long.max_chars,
+            })),
+        };
+        return Err(Refused {
+            reply: Some((request.id, error)),
+            why: "handshake field too long",
+        });
+    }
     if !handshake::is_semver(&params.version) {
         return Err(refuse("handshake version not SemVer"));
     }
@@ -115,6 +134,12 @@ mod tests {
             Some(ErrorCode::ProtocolError)
         );
         assert!(judge("junk").expect_err("junk").reply.is_none());
+        let mut huge = good();
+        huge["version"] = format!("1.0.0-{}", "a".repeat(1 << 20)).into();
+        let r = judge(&hs(huge)).expect_err("a 1 MiB version");
+        let (_, e) = r.reply.expect("answered");
+        assert_eq!(e.code, ErrorCode::InvalidParams);
+        assert_eq!(e.data.expect("data")["field"], "version");
         assert!(
             judge(r#"{"event":"system.heartbeat"}"#)
                 .expect_err("event")

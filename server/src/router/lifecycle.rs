@@ -15,6 +15,7 @@ use super::sessions::{Abort, Session, end_session};
 use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::auth::secret;
+use crate::auth::token_watch::TokenEnd;
 
 /// The longest an agent may wait for a browser to come online (contract §9).
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
@@ -110,10 +111,24 @@ async fn start_session(
         &principal.tenant_id,
         &device_id,
         &principal.token_id,
+        principal.lease.clone(),
         state.clock.now_ms(),
     );
     let busy = session.begin(SESSION_START, state.clock.now_ms())?;
-    state.sessions.insert(session.clone());
+    let limits = &state.config.limits;
+    state
+        .sessions
+        .try_insert(
+            session.clone(),
+            limits.max_sessions_per_device,
+            limits.max_sessions_per_token,
+        )
+        .map_err(|cap| {
+            crate::telemetry::metrics::refused("session_cap");
+            cap.error()
+        })?;
+    // From here on the session ends with its token, whatever else happens.
+    tokio::spawn(end_with_token(state.clone(), session.clone()));
     let mut params = Map::new();
     params.insert("session_id".into(), Value::String(session.id.clone()));
     if let (Some(w), Some(h)) = (req.width, req.height) {
@@ -170,7 +185,11 @@ async fn start_session(
     .await
     .unwrap_or_else(|_| Err(ErrorBody::new(ErrorCode::Internal, "session start failed")));
     match outcome {
-        Ok(()) => Ok(session),
+        // A token revoked during the start: its session is being ended with it.
+        Ok(()) => match session.lease.ended_now() {
+            Some(end) => Err(end.error()),
+            None => Ok(session),
+        },
         Err(e) => {
             state.sessions.remove(&session.id);
             session.end();
@@ -264,6 +283,53 @@ async fn stop_session(
         Err(e) => {
             session.set_stopping(false);
             Err(e)
+        }
+    }
+}
+
+/// Wait for the session's token to end (revoked, expired) and end the session with
+/// it: the call in flight fails with the token's code, listeners get
+/// `session_ended` with reason `token_revoked` or `token_expired`, and the Agent
+/// Window is closed in the browser. Returns at once when the session ends first.
+pub async fn end_with_token(state: AppState, session: Arc<Session>) {
+    let end = tokio::select! {
+        end = session.lease.ended() => end,
+        _ = session.ended() => return,
+    };
+    end_for_token(&state, &session, end).await;
+}
+
+async fn end_for_token(state: &AppState, session: &Arc<Session>, end: TokenEnd) {
+    // Nobody may use it from now on: gone from the table, ended for its listeners,
+    // its call in flight answered with the token's code.
+    session.set_stopping(true);
+    state.sessions.remove(&session.id);
+    end_session(session, end.reason(), Abort::Token(end));
+    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = end.reason(), "session ended with its token");
+    // The aborted call holds the session for at most its cancel grace; then the
+    // browser closes the window (and gives borrowed tabs back).
+    session
+        .wait_idle(Duration::from_millis(CANCEL_GRACE_MS * 2))
+        .await;
+    let Some(link) = state.registry.link(&session.device_id) else {
+        return;
+    };
+    let mut params = Map::new();
+    params.insert("session_id".into(), Value::String(session.id.clone()));
+    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+    match forward(link, None, SESSION_STOP, params, budget, None).await {
+        Ok(v) => {
+            let stopped: Value = serde_json::from_str(v.get()).unwrap_or_default();
+            if stopped
+                .get("return_failures")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty())
+            {
+                tracing::warn!(session = %session.id, "tabs the browser could not return stay in the window of a session whose token ended");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(session = %session.id, code = %e.code, "closing the window of a session whose token ended failed")
         }
     }
 }

@@ -59,6 +59,8 @@ pub enum AttachError {
 #[derive(Debug)]
 pub struct Registration {
     pub generation: u64,
+    /// This registration closed an older socket of the same device.
+    pub replaced: bool,
     /// Becomes `Some(code)` when the socket must close.
     pub close: watch::Receiver<Option<CloseCode>>,
     pub state: Arc<ConnectionState>,
@@ -97,7 +99,21 @@ struct RegistryInner {
     grant_changes: AtomicU64,
     /// Woken whenever a device comes online (session starts may wait for one).
     online: tokio::sync::Notify,
+    /// Replacements per device key in the current minute ([`Self::note_replacement`]).
+    replacements: Mutex<HashMap<String, ReplacementWindow>>,
 }
+
+/// How many replacements a device key had in the minute that began at `since`.
+#[derive(Debug, Clone, Copy)]
+struct ReplacementWindow {
+    since: std::time::Instant,
+    count: u32,
+}
+
+/// The window the replacement-loop guard counts in.
+const REPLACEMENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+/// Keys kept before windows that are over are swept.
+const REPLACEMENT_KEYS_SWEEP_AT: usize = 4096;
 
 impl DeviceRegistry {
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
@@ -129,6 +145,7 @@ impl DeviceRegistry {
             },
         );
         drop(entries);
+        let replaced = old.is_some();
         if let Some(old) = old {
             old.close.send_replace(Some(CloseCode::Replaced));
             if let Some(link) = old.link {
@@ -137,9 +154,56 @@ impl DeviceRegistry {
         }
         Registration {
             generation,
+            replaced,
             close: close_rx,
             state,
         }
+    }
+
+    /// Count one replacement of the device `key` stands for (its id; for a local
+    /// extension, its extension id) in the current minute.
+    pub fn note_replacement(&self, key: &str) {
+        let now = std::time::Instant::now();
+        let mut windows = self
+            .inner
+            .replacements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if windows.len() >= REPLACEMENT_KEYS_SWEEP_AT {
+            windows.retain(|_, w| now.duration_since(w.since) < REPLACEMENT_WINDOW);
+        }
+        let window = windows.entry(key.to_string()).or_insert(ReplacementWindow {
+            since: now,
+            count: 0,
+        });
+        if now.duration_since(window.since) >= REPLACEMENT_WINDOW {
+            *window = ReplacementWindow {
+                since: now,
+                count: 0,
+            };
+        }
+        window.count = window.count.saturating_add(1);
+    }
+
+    /// The replacement-loop guard: when the device `key` stands for was replaced
+    /// more than `max_per_minute` times in the current minute, how long until the
+    /// minute is over. Two copies of one device that each reconnect the moment the
+    /// other replaces them would otherwise knock each other offline forever (a
+    /// socket that opens resets an extension's backoff; a refused upgrade grows it).
+    pub fn replacement_backoff(
+        &self,
+        key: &str,
+        max_per_minute: u32,
+    ) -> Option<std::time::Duration> {
+        let windows = self
+            .inner
+            .replacements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let w = windows.get(key)?;
+        let elapsed = w.since.elapsed();
+        (w.count > max_per_minute && elapsed < REPLACEMENT_WINDOW)
+            .then(|| REPLACEMENT_WINDOW - elapsed)
     }
 
     /// Remove the entry if it still belongs to `generation`.
@@ -387,6 +451,29 @@ mod tests {
         r.unregister("a", a2.generation);
         assert_eq!(r.slots_taken(), 0);
         assert!(r.admits("b", 1));
+    }
+
+    #[test]
+    fn a_replacement_loop_is_held_back_for_the_rest_of_the_minute() {
+        let r = DeviceRegistry::default();
+        let first = r.register("d", "t", 0);
+        assert!(!first.replaced);
+        for _ in 0..3 {
+            let again = r.register("d", "t", 0);
+            assert!(again.replaced);
+            r.note_replacement("d");
+        }
+        assert_eq!(
+            r.replacement_backoff("d", 3),
+            None,
+            "three a minute are allowed"
+        );
+        r.note_replacement("d");
+        let wait = r
+            .replacement_backoff("d", 3)
+            .expect("the fourth is one too many");
+        assert!(wait <= REPLACEMENT_WINDOW && wait > std::time::Duration::from_secs(50));
+        assert_eq!(r.replacement_backoff("other", 3), None);
     }
 
     #[test]

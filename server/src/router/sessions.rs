@@ -11,7 +11,9 @@ use latchkey_protocol::{ErrorBody, ErrorCode};
 use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast, watch};
+use tokio_util::sync::CancellationToken;
 
+use crate::auth::token_watch::{TokenEnd, TokenLease};
 use crate::clock::rfc3339;
 use crate::telemetry::metrics::SESSIONS_OPEN;
 
@@ -24,6 +26,8 @@ pub enum Abort {
     SessionEnding,
     /// The browser's connection ended (disconnect, replacement, revocation).
     BrowserGone,
+    /// The API token that opened the session was revoked or expired.
+    Token(TokenEnd),
 }
 
 #[derive(Debug)]
@@ -34,6 +38,11 @@ pub struct Session {
     /// The agent token that opened it; other tokens see `not_found`.
     pub token_id: String,
     pub created_at: i64,
+    /// The opening token's lease: the session ends when the token is revoked or
+    /// expires (`lifecycle::end_with_token`).
+    pub lease: TokenLease,
+    /// Cancelled once the session has ended, whatever ended it.
+    ended: CancellationToken,
     state: Mutex<SessionState>,
     events: broadcast::Sender<SessionEvent>,
     abort: watch::Sender<Option<Abort>>,
@@ -59,6 +68,7 @@ impl Session {
         tenant_id: &str,
         device_id: &str,
         token_id: &str,
+        lease: TokenLease,
         now: i64,
     ) -> Arc<Self> {
         let (events, _) = broadcast::channel(64);
@@ -69,6 +79,8 @@ impl Session {
             device_id: device_id.to_string(),
             token_id: token_id.to_string(),
             created_at: now,
+            lease,
+            ended: CancellationToken::new(),
             state: Mutex::new(SessionState {
                 last_activity: now,
                 ..SessionState::default()
@@ -132,8 +144,17 @@ impl Session {
 
     /// Mark ended; returns false if it already was.
     pub fn end(&self) -> bool {
-        let mut s = self.state();
-        !std::mem::replace(&mut s.ended, true)
+        let first = {
+            let mut s = self.state();
+            !std::mem::replace(&mut s.ended, true)
+        };
+        self.ended.cancel();
+        first
+    }
+
+    /// Resolves once the session has ended.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await
     }
 
     pub fn is_busy(&self) -> bool {
@@ -219,6 +240,35 @@ impl Drop for BusyGuard {
     }
 }
 
+/// Which session cap a start would exceed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionCap {
+    /// The browser already has this many sessions (Agent Windows) open.
+    PerDevice(usize),
+    /// The token already has this many sessions open.
+    PerToken(usize),
+}
+
+impl SessionCap {
+    /// The agent's answer: waiting helps when the browser is full (other agents'
+    /// sessions end, or are reaped when idle), not when the agent itself holds its
+    /// token's share.
+    pub fn error(self) -> ErrorBody {
+        match self {
+            SessionCap::PerDevice(max) => ErrorBody {
+                code: ErrorCode::CapacityReached,
+                message: format!("this browser already has {max} sessions open; retry later"),
+                data: Some(serde_json::json!({"reason": "sessions_per_device", "limit": max})),
+            },
+            SessionCap::PerToken(max) => ErrorBody {
+                code: ErrorCode::LimitReached,
+                message: format!("this token already has {max} sessions open; stop one first"),
+                data: Some(serde_json::json!({"reason": "sessions_per_token", "limit": max})),
+            },
+        }
+    }
+}
+
 pub fn not_registered() -> ErrorBody {
     ErrorBody::new(
         ErrorCode::NotFound,
@@ -237,10 +287,32 @@ impl SessionTable {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn insert(&self, session: Arc<Session>) {
-        if self.map().insert(session.id.clone(), session).is_none() {
+    /// Add `session` unless its device already has `per_device` sessions open or its
+    /// token `per_token`, checked under the same lock as the insert so that starts
+    /// racing each other cannot pass a cap together.
+    pub fn try_insert(
+        &self,
+        session: Arc<Session>,
+        per_device: usize,
+        per_token: usize,
+    ) -> Result<(), SessionCap> {
+        let mut map = self.map();
+        let (mut on_device, mut of_token) = (0, 0);
+        for s in map.values() {
+            on_device += usize::from(s.device_id == session.device_id);
+            of_token +=
+                usize::from(s.token_id == session.token_id && s.tenant_id == session.tenant_id);
+        }
+        if on_device >= per_device {
+            return Err(SessionCap::PerDevice(per_device));
+        }
+        if of_token >= per_token {
+            return Err(SessionCap::PerToken(per_token));
+        }
+        if map.insert(session.id.clone(), session).is_none() {
             metrics::gauge!(SESSIONS_OPEN).increment(1.0);
         }
+        Ok(())
     }
 
     /// The session if it belongs to this tenant and token; otherwise `None`, exactly
@@ -343,7 +415,7 @@ mod tests {
 
     #[test]
     fn busy_gate_and_exemption() {
-        let s = Session::new("s1".into(), "t", "d", "tok", 0);
+        let s = Session::new("s1".into(), "t", "d", "tok", TokenLease::unwatched(), 0);
         let first = s.begin("tool.click", 1).expect("first call");
         let busy = s
             .begin("tool.snapshot", 2)
@@ -366,10 +438,47 @@ mod tests {
         s.begin("tool.click", 6).expect("the marker is single use");
     }
 
+    fn session(id: &str, tenant: &str, device: &str, token: &str) -> Arc<Session> {
+        Session::new(id.into(), tenant, device, token, TokenLease::unwatched(), 0)
+    }
+
+    #[test]
+    fn caps_hold_per_device_and_per_token() {
+        let t = SessionTable::default();
+        t.try_insert(session("a", "t", "d1", "k1"), 2, 3)
+            .expect("first");
+        t.try_insert(session("b", "t", "d1", "k2"), 2, 3)
+            .expect("second on d1");
+        assert_eq!(
+            t.try_insert(session("c", "t", "d1", "k3"), 2, 3),
+            Err(SessionCap::PerDevice(2))
+        );
+        t.try_insert(session("d", "t", "d2", "k1"), 2, 3)
+            .expect("k1's second");
+        t.try_insert(session("e", "t", "d3", "k1"), 2, 3)
+            .expect("k1's third");
+        assert_eq!(
+            t.try_insert(session("f", "t", "d4", "k1"), 2, 3),
+            Err(SessionCap::PerToken(3))
+        );
+        // The same token id in another tenant is another token.
+        t.try_insert(session("g", "u", "d5", "k1"), 2, 3)
+            .expect("other tenant");
+        assert_eq!(
+            SessionCap::PerDevice(2).error().code,
+            ErrorCode::CapacityReached
+        );
+        assert_eq!(
+            SessionCap::PerToken(3).error().code,
+            ErrorCode::LimitReached
+        );
+    }
+
     #[test]
     fn ownership_is_tenant_and_token() {
         let t = SessionTable::default();
-        t.insert(Session::new("s1".into(), "ta", "d", "tok-a", 0));
+        t.try_insert(session("s1", "ta", "d", "tok-a"), 8, 16)
+            .expect("insert");
         assert!(t.get_owned("ta", "tok-a", "s1").is_some());
         assert!(t.get_owned("ta", "tok-b", "s1").is_none());
         assert!(t.get_owned("tb", "tok-a", "s1").is_none());

@@ -13,6 +13,7 @@ mod error;
 mod postgres;
 mod records;
 mod sql;
+mod sql_batches;
 mod sqlite;
 mod timed;
 pub mod token_reads;
@@ -40,6 +41,17 @@ pub enum RotateOutcome {
     /// Refused. When the bearer matched a device (as current or previous token), its
     /// tenant and id are given so the refusal can be audited in that tenant.
     Refused(Option<(String, String)>),
+}
+
+/// What `forget_device` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forget {
+    /// Deleted.
+    Forgotten,
+    /// The device's grant is still live: nothing was changed.
+    Live,
+    /// No such device in this tenant.
+    NotFound,
 }
 
 /// Inputs of a new pairing.
@@ -181,7 +193,14 @@ pub trait Store: Send + Sync + 'static {
         let found = self.devices_by_token_hash(&[hash.to_string()]).await?;
         Ok(found.into_iter().find(|d| d.token_hash == hash))
     }
-    /// The exact-retry rotation of contract §2.3, in one transaction.
+    /// Whose current or previous token has this hash: `(tenant id, device id)`. A
+    /// renewal is charged to that device's budget, and a bearer no device holds to
+    /// the peer's, before any write transaction (docs/security.md).
+    async fn device_for_bearer(
+        &self,
+        bearer_hash: &str,
+    ) -> Result<Option<(String, String)>, StoreError>;
+    /// The exact-retry rotation of docs/pairing-and-grants.md, in one transaction.
     async fn rotate_device_token(
         &self,
         bearer_hash: &str,
@@ -218,12 +237,20 @@ pub trait Store: Send + Sync + 'static {
         now: i64,
     ) -> Result<(Vec<String>, u64), StoreError>;
     /// Local mode: create the device for a local extension, or extend its grant if it
-    /// exists (a revoked one stays revoked). Returns the stored row.
+    /// exists and is not revoked. A revoked one is returned as it is, unchanged.
     async fn ensure_local_device(
         &self,
         tenant_id: &str,
         device: &NewDevice,
     ) -> Result<DeviceRecord, StoreError>;
+    /// Delete a device whose grant has ended (revoked or expired) from the tenant's
+    /// list; a live one is refused (revoke it first). Audit rows about it stay.
+    async fn forget_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Forget, StoreError>;
     /// Last-seen (and browser) updates and audit events in one transaction: the
     /// group commit of [`crate::audit::Audit`], so a reconnect storm costs one
     /// commit per batch instead of one per connection event.

@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
 use super::sql::{Backend, device_columns, impl_sql_store};
+use super::sql_batches::impl_sql_batches;
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -61,4 +62,5 @@ impl PostgresStore {
     }
 }
 
+impl_sql_batches!(PostgresStore);
 impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

@@ -223,29 +223,19 @@ macro_rules! impl_sql_store {
             }
 
             async fn devices_by_token_hash(&self, hashes: &[String]) -> Result<Vec<$crate::store::DeviceRecord>, $crate::store::StoreError> {
-                // Each hash once, or a hash repeated across chunks would return its
-                // device twice.
-                let hashes: Vec<&String> = hashes
-                    .iter()
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let mut devices = Vec::with_capacity(hashes.len());
-                for batch in hashes.chunks($crate::store::TOKEN_BATCH) {
-                    let Some(last) = batch.last() else { continue };
-                    let mut query = sqlx::QueryBuilder::new(concat!(
-                        "SELECT ", device_columns!(), " FROM device WHERE token_hash IN ("));
-                    let mut list = query.separated(", ");
-                    // Padded with the last hash to a power of two: a handful of
-                    // statement shapes, each prepared once per pooled connection.
-                    let padded = batch.len().next_power_of_two();
-                    for hash in batch.iter().chain(std::iter::repeat(last)).take(padded) {
-                        list.push_bind(hash);
-                    }
-                    list.push_unseparated(")");
-                    devices.extend(query.build_query_as().fetch_all(&self.pool).await?);
-                }
-                Ok(devices)
+                devices_by_token_hash_rows(&self.pool, hashes).await
+            }
+
+            async fn device_for_bearer(
+                &self,
+                bearer_hash: &str,
+            ) -> Result<Option<(String, String)>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(
+                    "SELECT tenant_id, id FROM device WHERE token_hash = $1 OR previous_hash = $1",
+                )
+                .bind(bearer_hash)
+                .fetch_optional(&self.pool)
+                .await?)
             }
 
             async fn rotate_device_token(
@@ -312,20 +302,7 @@ macro_rules! impl_sql_store {
                 tenant_id: &str,
                 ids: &[String],
             ) -> Result<Vec<$crate::store::DeviceGrant>, $crate::store::StoreError> {
-                let mut grants = Vec::with_capacity(ids.len());
-                for batch in ids.chunks($crate::store::GRANT_BATCH) {
-                    let mut query = sqlx::QueryBuilder::new(
-                        "SELECT id, expires_at, revoked_at FROM device WHERE tenant_id = ");
-                    query.push_bind(tenant_id);
-                    query.push(" AND id IN (");
-                    let mut list = query.separated(", ");
-                    for id in batch {
-                        list.push_bind(id);
-                    }
-                    list.push_unseparated(")");
-                    grants.extend(query.build_query_as().fetch_all(&self.pool).await?);
-                }
-                Ok(grants)
+                device_grants_rows(&self.pool, tenant_id, ids).await
             }
 
             async fn rename_device(
@@ -397,11 +374,12 @@ macro_rules! impl_sql_store {
                 d: &$crate::store::NewDevice,
             ) -> Result<$crate::store::DeviceRecord, $crate::store::StoreError> {
                 let mut tx = self.begin_write().await?;
-                let device = sqlx::query_as(concat!(
+                // A revoked device is not touched: a refused connection changes nothing.
+                let device: Option<$crate::store::DeviceRecord> = sqlx::query_as(concat!(
                     "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after) \
                      VALUES ($1, $2, $3, 'local', $4, $5, $6, $7) \
                      ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, renew_after = excluded.renew_after \
-                     WHERE device.tenant_id = excluded.tenant_id RETURNING ", device_columns!(), ""))
+                     WHERE device.tenant_id = excluded.tenant_id AND device.revoked_at IS NULL RETURNING ", device_columns!(), ""))
                 .bind(&d.id)
                 .bind(tenant_id)
                 .bind(&d.label)
@@ -411,8 +389,46 @@ macro_rules! impl_sql_store {
                 .bind(d.renew_after)
                 .fetch_optional(&mut *tx)
                 .await?;
+                let device = match device {
+                    Some(d) => Some(d),
+                    None => sqlx::query_as(concat!(
+                        "SELECT ", device_columns!(), " FROM device WHERE tenant_id = $1 AND id = $2"))
+                    .bind(tenant_id)
+                    .bind(&d.id)
+                    .fetch_optional(&mut *tx)
+                    .await?,
+                };
                 tx.commit().await?;
                 device.ok_or_else(|| $crate::store::StoreError::Conflict("device id belongs to another tenant".into()))
+            }
+
+            async fn forget_device(
+                &self,
+                tenant_id: &str,
+                id: &str,
+                now: i64,
+            ) -> Result<$crate::store::Forget, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let found: Option<(i64, Option<i64>)> = sqlx::query_as(
+                    "SELECT expires_at, revoked_at FROM device WHERE tenant_id = $1 AND id = $2",
+                )
+                .bind(tenant_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((expires_at, revoked_at)) = found else {
+                    return Ok($crate::store::Forget::NotFound);
+                };
+                if revoked_at.is_none() && expires_at > now {
+                    return Ok($crate::store::Forget::Live);
+                }
+                sqlx::query("DELETE FROM device WHERE tenant_id = $1 AND id = $2")
+                    .bind(tenant_id)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok($crate::store::Forget::Forgotten)
             }
 
             async fn record_activity(
@@ -420,48 +436,7 @@ macro_rules! impl_sql_store {
                 seen: &[$crate::store::DeviceSeen],
                 events: &[$crate::store::NewAuditEvent],
             ) -> Result<(), $crate::store::StoreError> {
-                // A storm commits thousands of rows at once: one statement per
-                // chunk, not per row (each statement is a round trip to the
-                // store's worker).
-                let seen = $crate::store::DeviceSeen::latest_per_device(seen);
-                let mut tx = self.pool.begin().await?;
-                for chunk in seen.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
-                    let mut q = sqlx::QueryBuilder::new(
-                        "WITH seen (tenant_id, id, seen_at, browser_name, browser_version) AS (",
-                    );
-                    q.push_values(chunk, |mut row, s| {
-                        let (name, version) = s.browser.as_ref().map(|(n, v)| (n, v)).unzip();
-                        row.push_bind(&s.tenant_id)
-                            .push_bind(&s.device_id)
-                            .push_bind(s.at)
-                            .push_bind(name)
-                            .push_bind(version);
-                    });
-                    q.push(
-                        ") UPDATE device SET last_seen_at = seen.seen_at, \
-                         browser_name = COALESCE(seen.browser_name, device.browser_name), \
-                         browser_version = COALESCE(seen.browser_version, device.browser_version) \
-                         FROM seen WHERE device.tenant_id = seen.tenant_id AND device.id = seen.id",
-                    );
-                    q.build().execute(&mut *tx).await?;
-                }
-                for chunk in events.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
-                    let mut q = sqlx::QueryBuilder::new(
-                        "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) ",
-                    );
-                    q.push_values(chunk, |mut row, e| {
-                        row.push_bind(&e.tenant_id)
-                            .push_bind(e.at)
-                            .push_bind(&e.actor)
-                            .push_bind(&e.action)
-                            .push_bind(&e.target)
-                            .push_bind(&e.outcome)
-                            .push_bind(&e.detail);
-                    });
-                    q.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
-                Ok(())
+                record_activity_rows(&self.pool, seen, events).await
             }
 
             async fn insert_audit(&self, e: &$crate::store::NewAuditEvent) -> Result<(), $crate::store::StoreError> {

@@ -10,6 +10,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
 use super::sql::{Backend, device_columns, impl_sql_store};
+use super::sql_batches::impl_sql_batches;
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
@@ -31,13 +32,8 @@ impl SqliteStore {
     /// Open (creating if needed) `<data_dir>/latchkey.sqlite3`. `busy_timeout` bounds
     /// how long a writer waits for the lock before the request is answered with 503.
     pub async fn open(data_dir: &Path, busy_timeout: Duration) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|e| {
-            StoreError::Unavailable(format!(
-                "cannot create data dir {}: {e}",
-                data_dir.display()
-            ))
-        })?;
         let path = data_dir.join(SQLITE_FILE);
+        private_files(data_dir, &path)?;
         let options = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| StoreError::Internal(e.to_string()))?
             .filename(&path)
@@ -75,4 +71,42 @@ impl SqliteStore {
     }
 }
 
+/// The data directory (0700) and the database file (0600), whatever the umask:
+/// they hold every token hash and the audit trail. SQLite creates the `-wal` and
+/// `-shm` files with the database file's mode, so they follow.
+fn private_files(data_dir: &Path, db: &Path) -> Result<(), StoreError> {
+    let failed = |what: &Path, e: std::io::Error| {
+        StoreError::Unavailable(format!("cannot prepare {}: {e}", what.display()))
+    };
+    std::fs::create_dir_all(data_dir).map_err(|e| failed(data_dir, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let private_dir = std::fs::Permissions::from_mode(0o700);
+        std::fs::set_permissions(data_dir, private_dir).map_err(|e| failed(data_dir, e))?;
+        // Created here with 0600 if it is new, so it never exists with another mode.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(db)
+            .map_err(|e| failed(db, e))?;
+        for file in [db.to_path_buf(), suffixed(db, "-wal"), suffixed(db, "-shm")] {
+            if file.exists() {
+                let private_file = std::fs::Permissions::from_mode(0o600);
+                std::fs::set_permissions(&file, private_file).map_err(|e| failed(&file, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    name.into()
+}
+
+impl_sql_batches!(SqliteStore);
 impl_sql_store!(SqliteStore, "sqlite", MIGRATOR);

@@ -112,6 +112,15 @@ impl Store for TimedStore {
             self.inner.devices_by_token_hash(hashes)
         )
     }
+    async fn device_for_bearer(
+        &self,
+        bearer_hash: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        timed!(
+            "device_for_bearer",
+            self.inner.device_for_bearer(bearer_hash)
+        )
+    }
     async fn rotate_device_token(
         &self,
         bearer_hash: &str,
@@ -177,6 +186,17 @@ impl Store for TimedStore {
         timed!(
             "ensure_local_device",
             self.inner.ensure_local_device(tenant_id, device)
+        )
+    }
+    async fn forget_device(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Forget, StoreError> {
+        timed!(
+            "forget_device",
+            self.inner.forget_device(tenant_id, id, now)
         )
     }
     async fn record_activity(

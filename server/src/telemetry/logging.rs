@@ -16,6 +16,18 @@ use crate::config::LogFormat;
 /// Spans opened for every relayed call (`router::calls`, `agent::socket`).
 const PER_CALL_SPANS: &[&str] = &["call", "agent_request"];
 
+/// The most verbose level any dependency may log at, whatever `LATCHKEY_LOG` says.
+/// At TRACE the WebSocket library logs every message it receives and every frame it
+/// writes, payload included (a `tool.fill` value, an `evaluate` expression), and the
+/// HTTP stack logs what it parses: frame contents must never reach a log
+/// (docs/security.md). Latchkey's own code never logs a payload at any level.
+const DEPENDENCY_MAX_LEVEL: tracing::Level = tracing::Level::DEBUG;
+
+/// Whether `target` is Latchkey's own code (exempt from [`DEPENDENCY_MAX_LEVEL`]).
+fn is_own_target(target: &str) -> bool {
+    target.starts_with("latchkey")
+}
+
 /// Install the global subscriber. Safe to call once per process.
 pub fn init_logging(format: LogFormat, traces: Option<&SdkTracerProvider>) -> Result<(), String> {
     let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
@@ -63,6 +75,7 @@ fn subscriber(
     let keep_call_spans = traces.is_some();
     let gate = filter_fn(move |meta| {
         most_verbose.is_none_or(|level| meta.level() <= &level)
+            && (meta.level() <= &DEPENDENCY_MAX_LEVEL || is_own_target(meta.target()))
             && (keep_call_spans || not_per_call_span(meta))
     });
     let gate = match most_verbose {
@@ -99,6 +112,17 @@ mod tests {
             let at_debug = subscriber(LogFormat::Json, traces, EnvFilter::new("debug"));
             assert_eq!(at_debug.max_level_hint(), Some(LevelFilter::DEBUG));
         }
+    }
+
+    #[test]
+    fn dependencies_never_log_below_debug() {
+        let at_trace = subscriber(LogFormat::Human, None, EnvFilter::new("trace"));
+        tracing::subscriber::with_default(at_trace, || {
+            assert!(!tracing::enabled!(target: "tungstenite::protocol", tracing::Level::TRACE));
+            assert!(!tracing::enabled!(target: "hyper::proto::h1::io", tracing::Level::TRACE));
+            assert!(tracing::enabled!(target: "tungstenite::protocol", tracing::Level::DEBUG));
+            assert!(tracing::enabled!(target: "latchkey_server::router", tracing::Level::TRACE));
+        });
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub const TOKEN_READ_BATCH: &str = "latchkey_token_read_batch_size";
 pub const SETUP_EVICTIONS: &str = "latchkey_setup_evictions_total";
 pub const TASK_PANICS: &str = "latchkey_task_panics_total";
 pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
+pub const SETUP_DROPPED: &str = "latchkey_setup_dropped_total";
 
 /// Buckets for fast operations (store queries, revoke → close), in seconds.
 const FAST_BUCKETS: &[f64] = &[
@@ -159,6 +160,10 @@ fn describe() {
     describe_counter!(
         SETUP_TIMEOUTS,
         "Connections dropped because TLS or the first request's headers took too long."
+    );
+    describe_counter!(
+        SETUP_DROPPED,
+        "Connections closed at accept because too many were waiting for a place in setup, from their address (peer_waiting_full) or in all (waiting_full)."
     );
     describe_counter!(
         STORE_ERRORS,

@@ -20,8 +20,10 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
+use super::admission::{Waiting, WaitingRoom};
 use super::read_ahead::ReadAhead;
-use super::setup::{SetupSlot, SetupSlots};
+use super::setup::{PeerKey, SetupSlot, SetupSlots};
+use super::write_stall::WriteStall;
 
 /// Listen backlog for the public listener.
 pub const LISTEN_BACKLOG: u32 = 4096;
@@ -37,85 +39,135 @@ pub fn bind_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// Accept until `shutdown`, serving each connection on `tasks`. At most
-/// `max_in_setup` connections are in TLS/HTTP setup at once (see [`super::setup`]),
-/// and each must finish setup within `setup_timeout`.
+/// How the listener treats connections before their first request.
+#[derive(Debug, Clone)]
+pub struct ListenerLimits {
+    /// TLS handshake and first request headers, from the moment a place is taken.
+    pub setup_timeout: Duration,
+    /// How long a write to a peer may be refused before the connection ends.
+    pub write_stall: Duration,
+    /// Places in setup, in all and per client address ([`super::setup`]).
+    pub max_in_setup: usize,
+    pub max_in_setup_per_peer: usize,
+    /// Proxies whose connections each count as a peer of their own.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// Accept until `shutdown`, serving each connection on `tasks`. Connections take a
+/// place in setup ([`super::setup`]) in turn per client address, waiting for one
+/// meanwhile ([`super::admission`]); each must finish setup within the setup
+/// timeout from then on.
 pub async fn accept_loop(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     app: Router,
-    setup_timeout: Duration,
-    max_in_setup: usize,
+    limits: ListenerLimits,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
     let slots = SetupSlots::new(
-        max_in_setup,
-        silent_after(setup_timeout),
-        evict_after(setup_timeout),
+        limits.max_in_setup,
+        limits.max_in_setup_per_peer,
+        silent_after(limits.setup_timeout),
+        evict_after(limits.setup_timeout),
     );
+    let mut room = WaitingRoom::default();
+    let mut proxied_connections = 0u64;
     loop {
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
-            _ = shutdown.cancelled() => break,
-        };
-        let (stream, peer) = match accepted {
-            Ok(v) => v,
-            Err(e) => {
-                // EMFILE and friends: back off briefly instead of spinning.
-                warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
+        // Hand out every place there is, in turn per address.
+        let retry = loop {
+            match room.admit_next(&slots) {
+                Ok((waiting, slot)) => {
+                    let connection = connection(waiting, slot, &acceptor, &app, &limits, &shutdown);
+                    // A panic in a handler ends this connection only, and is counted.
+                    tasks.spawn(async move {
+                        if let Err(panic) = AssertUnwindSafe(connection).catch_unwind().await {
+                            crate::telemetry::metrics::task_panicked(
+                                "http_connection",
+                                panic.as_ref(),
+                            );
+                        }
+                    });
+                }
+                Err(wait) => break (!room.is_empty()).then_some(wait),
             }
         };
-        let _ = stream.set_nodelay(true);
-        // A place in setup for this connection. At the cap this waits, and the
-        // connections behind it wait in the backlog.
-        let slot = tokio::select! {
-            slot = slots.admit(super::setup::probe(&stream)) => slot,
-            _ = shutdown.cancelled() => break,
-        };
-        let stream = slot.watch(stream);
-        let setup = Setup {
-            slot: Arc::new(slot),
-            deadline: Instant::now() + setup_timeout,
-            timeout: setup_timeout,
-        };
-        let app = app.clone();
-        let shutdown = shutdown.clone();
-        let acceptor = acceptor.clone();
-        let connection = async move {
-            match acceptor {
-                None => serve_connection(ReadAhead::new(stream), peer, app, setup, shutdown).await,
-                Some(acceptor) => {
-                    let handshake = tracing::Instrument::instrument(
-                        acceptor.accept(stream),
-                        tracing::debug_span!("tls_accept", %peer),
-                    );
-                    let tls = tokio::select! {
-                        r = handshake => r,
-                        why = setup.over() => {
-                            debug!(%peer, why, "dropped during TLS handshake");
-                            return;
-                        }
-                        _ = shutdown.cancelled() => return,
-                    };
-                    match tls {
-                        Ok(tls) => {
-                            serve_connection(ReadAhead::new(tls), peer, app, setup, shutdown).await
-                        }
-                        Err(e) => debug!(%peer, error = %e, "TLS handshake failed"),
+        let freed = slots.freed();
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let proxied = limits.trusted_proxies.iter().any(|n| n.contains(&peer.ip().to_canonical()));
+                    let key = PeerKey::of(peer.ip(), proxied.then(|| {
+                        proxied_connections += 1;
+                        proxied_connections
+                    }));
+                    if let Err((refused, why)) = room.push(Waiting { stream, peer, key }) {
+                        metrics::counter!(crate::telemetry::metrics::SETUP_DROPPED, "reason" => why.label())
+                            .increment(1);
+                        debug!(peer = %refused.peer, reason = why.label(), "connection dropped before setup");
                     }
                 }
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = freed, if retry.is_some() => {}
+            _ = tokio::time::sleep(retry.unwrap_or(Duration::ZERO)), if retry.is_some() => {}
+            _ = shutdown.cancelled() => break,
+        }
+    }
+}
+
+/// One connection's life from its place in setup: TLS (when configured), then HTTP.
+fn connection(
+    waiting: Waiting,
+    slot: SetupSlot,
+    acceptor: &Option<TlsAcceptor>,
+    app: &Router,
+    limits: &ListenerLimits,
+    shutdown: &CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let Waiting { stream, peer, .. } = waiting;
+    let stream = slot.watch(stream);
+    let setup = Setup {
+        slot: Arc::new(slot),
+        deadline: Instant::now() + limits.setup_timeout,
+        timeout: limits.setup_timeout,
+    };
+    let (app, shutdown, acceptor) = (app.clone(), shutdown.clone(), acceptor.clone());
+    let write_stall = limits.write_stall;
+    async move {
+        match acceptor {
+            None => {
+                let io = ReadAhead::new(WriteStall::new(stream, write_stall));
+                serve_connection(io, peer, app, setup, shutdown).await
             }
-        };
-        // A panic in a handler ends this connection only, and is counted.
-        tasks.spawn(async move {
-            if let Err(panic) = AssertUnwindSafe(connection).catch_unwind().await {
-                crate::telemetry::metrics::task_panicked("http_connection", panic.as_ref());
+            Some(acceptor) => {
+                let handshake = tracing::Instrument::instrument(
+                    acceptor.accept(stream),
+                    tracing::debug_span!("tls_accept", %peer),
+                );
+                let tls = tokio::select! {
+                    r = handshake => r,
+                    why = setup.over() => {
+                        debug!(%peer, why, "dropped during TLS handshake");
+                        return;
+                    }
+                    _ = shutdown.cancelled() => return,
+                };
+                match tls {
+                    Ok(tls) => {
+                        let io = ReadAhead::new(WriteStall::new(tls, write_stall));
+                        serve_connection(io, peer, app, setup, shutdown).await
+                    }
+                    Err(e) => debug!(%peer, error = %e, "TLS handshake failed"),
+                }
             }
-        });
+        }
     }
 }
 

@@ -44,11 +44,13 @@ macro_rules! writes_pass_through {
 }
 use writes_pass_through;
 
+pub mod admission;
 pub mod listener;
 mod peer_clock;
 pub mod read_ahead;
 pub mod setup;
 pub mod tls;
+pub mod write_stall;
 
 /// Bytes tungstenite reads from a socket at a time, and the buffer it keeps per
 /// socket. Its default (128 KiB) is zero-filled on every read and stays resident:
@@ -58,8 +60,16 @@ pub mod tls;
 /// 64 KiB reads of the socket (measured in docs/benchmarks.md).
 pub const WS_READ_CHUNK: usize = 1024;
 
+/// Room in a socket's write buffer beyond its largest message: the frame header
+/// and a few control frames.
+pub const WS_WRITE_SLACK: usize = 64 * 1024;
+
 /// The WebSocket settings every upgrade on this server uses: our size limits and
-/// small read chunks. Writes are flushed per message, so no write buffer builds up.
+/// small read chunks. Writes are flushed per message, so no write buffer builds up
+/// from our own frames; the buffer is still capped at the largest message plus
+/// [`WS_WRITE_SLACK`] (the WebSocket layer's default is unbounded), so that what it
+/// queues by itself for a peer that does not read (a Pong per Ping) is bounded
+/// too: beyond the cap it drops Pongs instead of queueing them.
 pub fn websocket_settings<F>(
     ws: axum::extract::ws::WebSocketUpgrade<F>,
     limits: &crate::config::Limits,
@@ -67,6 +77,7 @@ pub fn websocket_settings<F>(
     ws.read_buffer_size(WS_READ_CHUNK)
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
+        .max_write_buffer_size(limits.max_message_bytes.saturating_add(WS_WRITE_SLACK))
 }
 
 /// Write `frames` as text messages with one flush after the last, counting each for

@@ -1,5 +1,12 @@
 //! A hard cap on connections still in setup (TCP accepted, TLS and the first HTTP
-//! request's headers not yet complete).
+//! request's headers not yet complete), in all and per client address.
+//!
+//! Per address (an IPv6 /64 counts as one; a trusted proxy's connections count
+//! each on their own, as the clients behind it are not known yet): at most
+//! `per_peer` of the places, a fraction of the cap, so that one address holding
+//! thousands of connections leaves the other places free for everyone else. An
+//! address at its share pushes out its own connections by the rules below, never
+//! another address's ([`super::admission`] keeps its further connections waiting).
 //!
 //! At the cap, the accept loop stops accepting (new connections wait in the
 //! kernel's backlog) until a connection finishes setup, or until one of those in
@@ -21,9 +28,10 @@
 //! speak, or speak too slowly, cannot lock the listener, and every connection is
 //! also bounded by the setup timeout, whoever's fault the delay is.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -32,8 +40,38 @@ use tokio_util::sync::CancellationToken;
 pub use super::peer_clock::PeerClock;
 use super::peer_clock::Progress;
 
-/// Default for `limits.max_connections_in_setup` (contract §9: 64 pre-auth connections).
+/// Default for `limits.max_connections_in_setup` (docs/protocol.md, "Limits": 64
+/// pre-auth connections).
 pub const DEFAULT_MAX_IN_SETUP: usize = 64;
+/// Default for `limits.max_connections_in_setup_per_peer`: a quarter of the places.
+pub const DEFAULT_MAX_IN_SETUP_PER_PEER: usize = 16;
+
+/// Whose share of the places a connection takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PeerKey {
+    /// A client address (IPv6 folded to its /64).
+    Addr(IpAddr),
+    /// A connection from a trusted proxy: its client is known only from its
+    /// headers, so it is a peer of its own.
+    Proxied(u64),
+}
+
+impl PeerKey {
+    /// The key of a connection from `ip`; `proxied` gives each trusted-proxy
+    /// connection its own.
+    pub fn of(ip: IpAddr, proxied: Option<u64>) -> Self {
+        match (proxied, ip.to_canonical()) {
+            (Some(n), _) => PeerKey::Proxied(n),
+            (None, IpAddr::V6(v6)) => {
+                let s = v6.segments();
+                PeerKey::Addr(IpAddr::V6(std::net::Ipv6Addr::new(
+                    s[0], s[1], s[2], s[3], 0, 0, 0, 0,
+                )))
+            }
+            (None, v4) => PeerKey::Addr(v4),
+        }
+    }
+}
 
 /// How often the "setup cap reached" warning may be logged.
 const WARN_EVERY: Duration = Duration::from_secs(60);
@@ -59,6 +97,7 @@ impl Kind {
 /// One connection in setup, as the admission side sees it.
 #[derive(Debug)]
 struct Entry {
+    peer: PeerKey,
     evict: CancellationToken,
     progress: Arc<Progress>,
     /// A duplicate of the connection's socket, to ask the kernel whether bytes
@@ -100,13 +139,39 @@ pub fn probe(stream: &tokio::net::TcpStream) -> Option<Probe> {
     }
 }
 
+/// The connections in setup, under one lock.
+#[derive(Debug, Default)]
+struct Live {
+    /// By admission order: the first entry is the oldest.
+    entries: BTreeMap<u64, Entry>,
+    /// Places taken per peer.
+    per_peer: HashMap<PeerKey, usize>,
+}
+
+impl Live {
+    fn taken_by(&self, peer: PeerKey) -> usize {
+        self.per_peer.get(&peer).copied().unwrap_or(0)
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Entry> {
+        let entry = self.entries.remove(&id)?;
+        if let Some(n) = self.per_peer.get_mut(&entry.peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per_peer.remove(&entry.peer);
+            }
+        }
+        Some(entry)
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     cap: usize,
+    per_peer_cap: usize,
     silent_after: Duration,
     evict_after: Duration,
-    /// Connections in setup by admission order: the first entry is the oldest.
-    live: Mutex<BTreeMap<u64, Entry>>,
+    live: Mutex<Live>,
     /// Woken when a place frees.
     freed: Notify,
     next_id: AtomicU64,
@@ -150,13 +215,19 @@ pub struct SetupSlot {
 }
 
 impl SetupSlots {
-    pub fn new(cap: usize, silent_after: Duration, evict_after: Duration) -> Self {
+    pub fn new(
+        cap: usize,
+        per_peer_cap: usize,
+        silent_after: Duration,
+        evict_after: Duration,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 cap: cap.max(1),
+                per_peer_cap: per_peer_cap.max(1),
                 silent_after,
                 evict_after,
-                live: Mutex::new(BTreeMap::new()),
+                live: Mutex::new(Live::default()),
                 freed: Notify::new(),
                 next_id: AtomicU64::new(0),
                 last_warning: Mutex::new(None),
@@ -164,49 +235,73 @@ impl SetupSlots {
         }
     }
 
-    /// Wait for a place for the next connection: a free one, or one taken from a
-    /// connection that may be pushed out (see the module docs; it is dropped).
-    /// `probe` is the new connection's, if it has one.
-    pub async fn admit(&self, probe: Option<Probe>) -> SetupSlot {
+    fn live(&self) -> MutexGuard<'_, Live> {
+        self.inner.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place for a new connection of `peer` now: a free one, or one taken from a
+    /// connection that may be pushed out (see the module docs; it is dropped). An
+    /// address at its share may push out only its own. `Err` says when to look
+    /// again, if no place frees first ([`Self::freed`]). `probe` is the new
+    /// connection's, if it has one.
+    pub fn try_admit(&self, peer: PeerKey, probe: Option<Probe>) -> Result<SetupSlot, Duration> {
+        let mut live = self.live();
+        let at_share =
+            matches!(peer, PeerKey::Addr(_)) && live.taken_by(peer) >= self.inner.per_peer_cap;
+        if !at_share && live.entries.len() < self.inner.cap {
+            return Ok(self.insert(&mut live, peer, probe));
+        }
+        let now = Instant::now();
+        // Silent ones first, the oldest of them; then the oldest slow one.
+        let mut victim: Option<(u64, Kind)> = None;
+        // Clocks start and stop unseen here: look again within a quarter of the
+        // silent limit even when none is close to its limit.
+        let mut wait = self.inner.silent_after / 4;
+        for (id, entry) in live.entries.iter() {
+            if at_share && entry.peer != peer {
+                continue;
+            }
+            match self.inner.judge(&entry.progress, now) {
+                // Behind on this one: look again soon.
+                Ok(_) if entry.bytes_waiting() => {}
+                Ok(Kind::Silent) => {
+                    victim = Some((*id, Kind::Silent));
+                    break;
+                }
+                Ok(Kind::Slow) => {
+                    victim = victim.or(Some((*id, Kind::Slow)));
+                }
+                Err(left) => wait = wait.min(left),
+            }
+        }
+        let Some((pushed_out, kind)) = victim.and_then(|(id, kind)| Some((live.remove(id)?, kind)))
+        else {
+            return Err(wait);
+        };
+        pushed_out.evict.cancel();
+        let slot = self.insert(&mut live, peer, probe);
+        drop(live);
+        self.pushed_out(&pushed_out.progress, kind, now, at_share);
+        Ok(slot)
+    }
+
+    /// Resolves when a place frees (a permit is kept if none is waiting, so a
+    /// release between a refused [`Self::try_admit`] and this is not missed).
+    pub fn freed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.inner.freed.notified()
+    }
+
+    /// Wait for a place for the next connection of `peer`.
+    #[cfg(test)]
+    pub async fn admit(&self, peer: PeerKey, probe: Option<Probe>) -> SetupSlot {
+        let mut probe = probe;
         loop {
-            let freed = self.inner.freed.notified();
+            let freed = self.freed();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            let wait = {
-                let mut live = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
-                if live.len() < self.inner.cap {
-                    drop(live);
-                    return self.insert(probe);
-                }
-                let now = Instant::now();
-                // Silent ones first, the oldest of them; then the oldest slow one.
-                let mut victim: Option<(u64, Kind)> = None;
-                // Clocks start and stop unseen here: look again within a quarter
-                // of the silent limit even when none is close to its limit.
-                let mut wait = self.inner.silent_after / 4;
-                for (id, entry) in live.iter() {
-                    match self.inner.judge(&entry.progress, now) {
-                        // Behind on this one: look again soon.
-                        Ok(_) if entry.bytes_waiting() => {}
-                        Ok(Kind::Silent) => {
-                            victim = Some((*id, Kind::Silent));
-                            break;
-                        }
-                        Ok(Kind::Slow) => {
-                            victim = victim.or(Some((*id, Kind::Slow)));
-                        }
-                        Err(left) => wait = wait.min(left),
-                    }
-                }
-                match victim.and_then(|(id, kind)| Some((live.remove(&id)?, kind))) {
-                    Some((pushed_out, kind)) => {
-                        pushed_out.evict.cancel();
-                        drop(live);
-                        self.pushed_out(&pushed_out.progress, kind, now);
-                        return self.insert(probe);
-                    }
-                    None => wait,
-                }
+            let wait = match self.try_admit(peer, probe.take()) {
+                Ok(slot) => return slot,
+                Err(wait) => wait,
             };
             tokio::select! {
                 _ = &mut freed => {}
@@ -215,22 +310,20 @@ impl SetupSlots {
         }
     }
 
-    fn insert(&self, probe: Option<Probe>) -> SetupSlot {
+    fn insert(&self, live: &mut Live, peer: PeerKey, probe: Option<Probe>) -> SetupSlot {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
         let progress = Arc::new(Progress::new());
-        self.inner
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                id,
-                Entry {
-                    evict: evicted.clone(),
-                    progress: progress.clone(),
-                    probe,
-                },
-            );
+        live.entries.insert(
+            id,
+            Entry {
+                peer,
+                evict: evicted.clone(),
+                progress: progress.clone(),
+                probe,
+            },
+        );
+        *live.per_peer.entry(peer).or_insert(0) += 1;
         SetupSlot {
             slots: self.clone(),
             id,
@@ -242,11 +335,12 @@ impl SetupSlots {
 
     /// Connections in setup now.
     pub fn len(&self) -> usize {
-        self.inner
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.live().entries.len()
+    }
+
+    /// Places `peer` holds now.
+    pub fn taken_by(&self, peer: PeerKey) -> usize {
+        self.live().taken_by(peer)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -254,12 +348,7 @@ impl SetupSlots {
     }
 
     fn release(&self, id: u64) {
-        let removed = self
-            .inner
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        let removed = self.live().remove(id);
         if removed.is_some() {
             self.inner.freed.notify_one();
         }
@@ -267,11 +356,12 @@ impl SetupSlots {
 
     /// Count a push-out by kind, say at debug level what it had done, and warn at
     /// most once a minute however hard the listener is flooded.
-    fn pushed_out(&self, progress: &Progress, kind: Kind, now: Instant) {
+    fn pushed_out(&self, progress: &Progress, kind: Kind, now: Instant, own_share: bool) {
         metrics::counter!(crate::telemetry::metrics::SETUP_EVICTIONS, "kind" => kind.label())
             .increment(1);
         tracing::debug!(
             kind = kind.label(),
+            own_share,
             in_setup_ms = progress.ms_at(now),
             waited_on_peer_ms = progress.waited_at(now).as_millis(),
             "connection pushed out at the setup cap"
@@ -321,145 +411,4 @@ impl Drop for SetupSlot {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::pin::Pin;
-    use std::task::Context;
-
-    use tokio::io::{AsyncRead, ReadBuf};
-
-    use super::*;
-
-    const SILENT: Duration = Duration::from_millis(100);
-    const SLOW: Duration = Duration::from_millis(300);
-
-    #[tokio::test]
-    async fn a_freed_place_is_taken_and_nobody_is_pushed_out() {
-        let slots = SetupSlots::new(2, SILENT, SLOW);
-        let a = slots.admit(None).await;
-        let b = slots.admit(None).await;
-        let freed_later = async {
-            tokio::task::yield_now().await;
-            b.done();
-        };
-        let (_c, ()) = tokio::join!(slots.admit(None), freed_later);
-        assert!(!a.evicted.is_cancelled());
-        assert_eq!(slots.len(), 2);
-    }
-
-    #[tokio::test]
-    async fn the_silent_go_first_and_the_talking_only_when_slow() {
-        let slots = SetupSlots::new(2, SILENT, SLOW);
-        let talking = slots.admit(None).await;
-        talking.progress.spoke.store(true, Ordering::Relaxed);
-        talking.progress.wait_began();
-        let silent = slots.admit(None).await;
-        silent.progress.wait_began();
-        let started = Instant::now();
-        let third = slots.admit(None).await;
-        assert!(silent.evicted.is_cancelled(), "the silent one goes first");
-        assert!(
-            !talking.evicted.is_cancelled(),
-            "though the talking one is older"
-        );
-        assert!(started.elapsed() + Duration::from_millis(1) >= SILENT - Duration::from_millis(5));
-        // Both left are talking now: the oldest goes only once it has kept the
-        // server waiting too long.
-        third.progress.spoke.store(true, Ordering::Relaxed);
-        third.progress.wait_began();
-        let _fourth = slots.admit(None).await;
-        assert!(talking.evicted.is_cancelled());
-        assert!(!third.evicted.is_cancelled());
-        assert!(started.elapsed() + Duration::from_millis(1) >= SLOW - Duration::from_millis(5));
-        assert_eq!(slots.len(), 2);
-    }
-
-    /// A busy server is not its clients' fault: a connection whose task has not
-    /// read yet, or whose bytes wait for the server, keeps its place however long.
-    #[tokio::test]
-    async fn time_the_server_keeps_a_connection_waiting_does_not_count() {
-        let slots = SetupSlots::new(2, SILENT, SLOW);
-        let never_polled = slots.admit(None).await;
-        let served_slowly = slots.admit(None).await;
-        served_slowly.progress.spoke.store(true, Ordering::Relaxed);
-        served_slowly.progress.wait_began();
-        served_slowly.progress.wait_ended();
-        let refused = tokio::time::timeout(SLOW * 2, slots.admit(None)).await;
-        assert!(refused.is_err(), "a place was taken from a waiting server");
-        assert!(!never_polled.evicted.is_cancelled());
-        assert!(!served_slowly.evicted.is_cancelled());
-        // Once the silent one has waited on its peer, it may go.
-        never_polled.progress.wait_began();
-        let _next = slots.admit(None).await;
-        assert!(never_polled.evicted.is_cancelled());
-        assert!(!served_slowly.evicted.is_cancelled());
-    }
-
-    /// Bytes that wait unread in the socket are the server's delay: their
-    /// connection keeps its place until the server has read them and waited again.
-    #[tokio::test]
-    async fn unread_bytes_in_the_socket_keep_a_connection_in() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let mut client = tokio::net::TcpStream::connect(listener.local_addr().expect("addr"))
-            .await
-            .expect("connect");
-        let (mut server, _) = listener.accept().await.expect("accept");
-        tokio::io::AsyncWriteExt::write_all(&mut client, b"hello")
-            .await
-            .expect("write");
-        let slots = SetupSlots::new(1, SILENT, SLOW);
-        let behind = slots.admit(probe(&server)).await;
-        assert!(probe(&server).is_some(), "sockets can be duplicated here");
-        // Its clock says silent: it was polled before its bytes arrived.
-        behind.progress.wait_began();
-        let refused = tokio::time::timeout(SILENT * 3, slots.admit(None)).await;
-        assert!(refused.is_err(), "pushed out while its bytes wait unread");
-        assert!(!behind.evicted.is_cancelled());
-        // Once read, with nothing more coming, it is silent in truth.
-        let mut hello = [0u8; 5];
-        tokio::io::AsyncReadExt::read_exact(&mut server, &mut hello)
-            .await
-            .expect("read");
-        let _next = slots.admit(None).await;
-        assert!(behind.evicted.is_cancelled());
-    }
-
-    #[tokio::test]
-    async fn the_stream_keeps_the_peers_time_until_setup_is_over() {
-        let slots = SetupSlots::new(1, SILENT, SLOW);
-        let slot = slots.admit(None).await;
-        let (mut client, server) = tokio::io::duplex(64);
-        let mut watched = slot.watch(server);
-        let mut byte = [0u8; 1];
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut read = ReadBuf::new(&mut byte);
-        assert!(
-            Pin::new(&mut watched)
-                .poll_read(&mut cx, &mut read)
-                .is_pending()
-        );
-        assert_ne!(slot.progress.waiting_since.load(Ordering::Relaxed), 0);
-        assert!(!slot.progress.spoke.load(Ordering::Relaxed));
-        tokio::io::AsyncWriteExt::write_all(&mut client, b"x")
-            .await
-            .expect("write");
-        tokio::io::AsyncReadExt::read_exact(&mut watched, &mut byte)
-            .await
-            .expect("read");
-        assert!(slot.progress.spoke.load(Ordering::Relaxed));
-        assert_eq!(slot.progress.waiting_since.load(Ordering::Relaxed), 0);
-        slot.done();
-        let mut read = ReadBuf::new(&mut byte);
-        assert!(
-            Pin::new(&mut watched)
-                .poll_read(&mut cx, &mut read)
-                .is_pending()
-        );
-        assert_eq!(
-            slot.progress.waiting_since.load(Ordering::Relaxed),
-            0,
-            "no time is kept after setup"
-        );
-    }
-}
+mod tests;

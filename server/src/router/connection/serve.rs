@@ -65,9 +65,15 @@ impl Connection {
                             }
                         }
                         Message::Close(_) => break End::peer_closed("peer closed"),
-                        // Binary is ignored (§1.1); Ping is answered by the WebSocket layer.
+                        // Binary is ignored (docs/protocol.md, "Frames"); the WebSocket
+                        // layer queued the Pong to a Ping, written out here.
                         Message::Binary(_) => telemetry::frame_dropped("binary"),
-                        Message::Ping(_) | Message::Pong(_) => {}
+                        Message::Ping(_) => {
+                            if let Err(end) = self.flush_queued().await {
+                                break end;
+                            }
+                        }
+                        Message::Pong(_) => {}
                     }
                 }
                 _ = reaper.tick() => {

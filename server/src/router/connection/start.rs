@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::extract::ws::Message;
 use latchkey_protocol::handshake::HandshakeParams;
-use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame};
+use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame, text};
 use tokio::time::timeout;
 use tracing::{info, info_span, warn};
 
@@ -93,7 +93,8 @@ impl Connection {
         self.handshaken = true;
         metrics::gauge!(telemetry::DEVICES_CONNECTED).increment(1.0);
         // One queued item, one wait: the browser record and the connect event share
-        // the audit writer's next transaction.
+        // the audit writer's next transaction. The writer cleans what the device
+        // said (the handshake's judge already bounded it).
         self.state
             .audit
             .record_seen(
@@ -116,7 +117,11 @@ impl Connection {
             .await;
         self.send_frame(Frame::Success(SuccessFrame { id, result }))
             .await?;
-        info!(extension_version = %params.version, protocol = %params.protocol_version, "device online");
+        info!(
+            extension_version = %text::clean(&params.version, text::MAX_HANDSHAKE_FIELD_CHARS),
+            protocol = %text::clean(&params.protocol_version, text::MAX_HANDSHAKE_FIELD_CHARS),
+            "device online"
+        );
         Ok(())
     }
 
@@ -147,17 +152,25 @@ impl Connection {
         }
     }
 
-    /// Wait for the first frame and judge it (contract §3.1).
+    /// Wait for the first frame (unless it was read already) and judge it
+    /// (docs/protocol.md, "Handshake").
     async fn read_handshake(&mut self) -> Result<(String, HandshakeParams), End> {
         loop {
-            let msg = match self.socket.recv().await {
-                None => return Err(End::gone("closed before handshake")),
-                Some(Err(e)) => return Err(read_failed(&e)),
-                Some(Ok(m)) => m,
+            let msg = match self.first_frame.take() {
+                Some(text) => Message::Text(text),
+                None => match self.socket.recv().await {
+                    None => return Err(End::gone("closed before handshake")),
+                    Some(Err(e)) => return Err(read_failed(&e)),
+                    Some(Ok(m)) => m,
+                },
             };
             let text = match msg {
                 Message::Text(t) => t,
-                Message::Ping(_) | Message::Pong(_) => continue,
+                Message::Ping(_) => {
+                    self.flush_queued().await?;
+                    continue;
+                }
+                Message::Pong(_) => continue,
                 Message::Close(_) => return Err(End::peer_closed("closed before handshake")),
                 Message::Binary(_) => {
                     return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));

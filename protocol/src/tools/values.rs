@@ -1,0 +1,139 @@
+//! The value types the tool catalogue's params are made of: each one refuses, while
+//! it is read, what the extension protocol (docs/protocol.md) does not allow, so a
+//! bad value is answered by the gateway with the field's name instead of travelling
+//! to the browser.
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+/// Largest integer JavaScript represents exactly: tab ids and cursors above it would
+/// change on their way through the extension.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+macro_rules! checked_integer {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $min:expr, $max:expr, $expect:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(pub $inner);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = <$inner>::deserialize(d)?;
+                if (($min)..=($max)).contains(&v) {
+                    Ok($name(v))
+                } else {
+                    Err(de::Error::custom(format_args!(
+                        concat!("{} is out of range: expected ", $expect),
+                        v
+                    )))
+                }
+            }
+        }
+    };
+}
+
+checked_integer!(
+    /// A tab id: a positive safe integer.
+    TabId(i64), 1, MAX_SAFE_INTEGER as i64, "a positive integer up to 2^53-1"
+);
+checked_integer!(
+    /// `timeout_ms`: 1 ..= u32::MAX (the gateway's own ceiling is applied apart).
+    TimeoutMs(u64), 1, u64::from(u32::MAX), "1..=4294967295"
+);
+checked_integer!(
+    /// An Agent Window or viewport dimension in CSS pixels.
+    WindowDimension(u32), 100, 7680, "100..=7680"
+);
+checked_integer!(
+    /// A count that must be at least one.
+    Positive(u32), 1, u32::MAX, "at least 1"
+);
+checked_integer!(
+    /// A u32 that may be zero.
+    Count(u32), 0, u32::MAX, "0..=4294967295"
+);
+checked_integer!(
+    /// A non-negative tab index.
+    Index(i32), 0, i32::MAX, "0..=2147483647"
+);
+checked_integer!(
+    /// A log cursor: a safe integer, zero or more.
+    Cursor(u64), 0, MAX_SAFE_INTEGER, "0..=2^53-1"
+);
+checked_integer!(
+    /// `tool.wait_ms`'s duration: at most five minutes.
+    WaitDuration(u64), 0, 300_000, "0..=300000"
+);
+
+/// A string that must not be empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct NonEmpty(pub String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            Err(de::Error::custom("must not be empty"))
+        } else {
+            Ok(NonEmpty(s))
+        }
+    }
+}
+
+/// A finite number above zero.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct PositiveFinite(pub f64);
+
+impl<'de> Deserialize<'de> for PositiveFinite {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() && v > 0.0 {
+            Ok(PositiveFinite(v))
+        } else {
+            Err(de::Error::custom(format_args!(
+                "{v} must be finite and above 0"
+            )))
+        }
+    }
+}
+
+/// The page lifecycle phase a navigation waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitUntil {
+    Load,
+    Domcontentloaded,
+    Networkidle,
+    Commit,
+}
+
+/// Which tabs `tool.tab_list` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TabScope {
+    User,
+    Agent,
+    All,
+}
+
+/// A mouse button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Button {
+    Left,
+    Middle,
+    Right,
+}
+
+/// A modifier key held during input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Modifier {
+    Alt,
+    Ctrl,
+    Meta,
+    Shift,
+}
