@@ -87,6 +87,14 @@ async fn bad_params_are_refused_before_the_browser_sees_them() {
         .collect();
     assert!(forwarded.is_empty(), "the browser saw {forwarded:?}");
 
+    // A method name is bounded before anything else.
+    let long = format!("tool.{}", "x".repeat(100));
+    let refused = agent
+        .call(&session, &long, json!({}))
+        .await
+        .expect("answer");
+    assert_eq!((refused.status, refused.code()), (400, "unknown_method"));
+
     // A method the gateway does not know is the browser's to judge.
     let unknown = agent.spawn_call(&session, "tool.brand_new", json!({"anything": [1]}));
     assert!(

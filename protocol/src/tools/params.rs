@@ -8,10 +8,11 @@ use serde_json::{Map, Value};
 
 use super::values::{
     Button, Count, Cursor, Index, Modifier, NonEmpty, Positive, PositiveFinite, TabId, TabScope,
-    TimeoutMs, WaitDuration, WaitUntil, WindowDimension,
+    Text, TimeoutMs, WaitDuration, WaitUntil, WindowDimension,
 };
 
-/// A params problem the gateway can see: which field, and why.
+/// A params problem the gateway can see: which field, and why (a message that says
+/// it in full, as the extension would: "pass either ref or selector, not both").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamError {
     /// The field's path, e.g. `wait_until` or `overrides.width`; empty for the
@@ -53,6 +54,12 @@ pub(super) fn check<T: for<'de> Deserialize<'de> + Rules>(
             (".", None) => String::new(),
             (path, None) => path.to_string(),
         };
+        // serde's message names the value, not where it was: say where.
+        let message = if field.is_empty() || missing.is_some() {
+            message
+        } else {
+            format!("{field}: {message}")
+        };
         ParamError { field, message }
     })?;
     value.rules()
@@ -82,7 +89,7 @@ pub struct TabList {
 
 #[derive(Debug, Deserialize)]
 pub struct TabCreate {
-    pub url: Option<String>,
+    pub url: Option<Text>,
     pub active: Option<bool>,
     pub index: Option<Index>,
 }
@@ -114,18 +121,18 @@ pub struct Emulate {
 
 #[derive(Debug, Deserialize)]
 pub struct UaBrand {
-    pub brand: String,
-    pub version: String,
+    pub brand: Text,
+    pub version: Text,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct UaMetadata {
     pub brands: Option<Vec<UaBrand>>,
-    pub full_version: Option<String>,
-    pub platform: Option<String>,
-    pub platform_version: Option<String>,
-    pub architecture: Option<String>,
-    pub model: Option<String>,
+    pub full_version: Option<Text>,
+    pub platform: Option<Text>,
+    pub platform_version: Option<Text>,
+    pub architecture: Option<Text>,
+    pub model: Option<Text>,
     pub mobile: Option<bool>,
 }
 
@@ -135,8 +142,8 @@ pub struct EmulateOverrides {
     pub height: Option<Positive>,
     pub device_scale_factor: Option<PositiveFinite>,
     pub mobile: Option<bool>,
-    pub user_agent: Option<String>,
-    pub accept_language: Option<String>,
+    pub user_agent: Option<Text>,
+    pub accept_language: Option<Text>,
     pub user_agent_metadata: Option<UaMetadata>,
     pub touch: Option<bool>,
     pub max_touch_points: Option<Positive>,
@@ -196,7 +203,7 @@ pub struct Hover {
 
 #[derive(Debug, Deserialize)]
 pub struct Fill {
-    pub value: String,
+    pub value: Text,
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
     pub selector: Option<NonEmpty>,
@@ -219,7 +226,7 @@ pub struct Press {
 
 #[derive(Debug, Deserialize)]
 pub struct Select {
-    pub values: Vec<String>,
+    pub values: Vec<Text>,
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
     pub selector: Option<NonEmpty>,
@@ -279,12 +286,12 @@ pub struct Evaluate {
 /// One condition of `request_help`'s `completion_criteria`.
 #[derive(Debug, Deserialize)]
 pub struct Condition {
-    pub url_contains: Option<String>,
-    pub url_matches: Option<String>,
-    pub selector_exists: Option<String>,
-    pub selector_missing: Option<String>,
-    pub text_exists: Option<String>,
-    pub text_missing: Option<String>,
+    pub url_contains: Option<Text>,
+    pub url_matches: Option<Text>,
+    pub selector_exists: Option<Text>,
+    pub selector_missing: Option<Text>,
+    pub text_exists: Option<Text>,
+    pub text_missing: Option<Text>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -297,15 +304,15 @@ pub struct CompletionCriteria {
 #[derive(Debug, Deserialize)]
 pub struct HelpTarget {
     #[serde(rename = "ref")]
-    pub reference: Option<String>,
-    pub selector: Option<String>,
+    pub reference: Option<Text>,
+    pub selector: Option<Text>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct RequestHelp {
     pub prompt: NonEmpty,
     pub tab_id: Option<TabId>,
-    pub title: Option<String>,
+    pub title: Option<Text>,
     pub targets: Option<Vec<HelpTarget>>,
     pub completion_criteria: Option<CompletionCriteria>,
     pub timeout_ms: Option<TimeoutMs>,
@@ -314,8 +321,8 @@ pub struct RequestHelp {
 #[derive(Debug, Deserialize)]
 pub struct RecordStart {
     pub tab_id: Option<TabId>,
-    pub url: Option<String>,
-    pub purpose: Option<String>,
+    pub url: Option<Text>,
+    pub purpose: Option<Text>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -66,19 +66,51 @@ checked_integer!(
     WaitDuration(u64), 0, 300_000, "0..=300000"
 );
 
-/// A string that must not be empty.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct NonEmpty(pub String);
+/// A string, checked for being one and nothing more: it is not copied (a `fill`
+/// value or an `evaluate` expression can be megabytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Text;
+
+/// A string that must not be empty; not copied either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonEmpty;
+
+/// Reads a string without keeping it; `non_empty` refuses `""`.
+struct StrVisitor {
+    non_empty: bool,
+}
+
+impl de::Visitor<'_> for StrVisitor {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.non_empty {
+            "a non-empty string"
+        } else {
+            "a string"
+        })
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        if self.non_empty && v.is_empty() {
+            Err(E::custom("must not be empty"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(StrVisitor { non_empty: false })?;
+        Ok(Text)
+    }
+}
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        if s.is_empty() {
-            Err(de::Error::custom("must not be empty"))
-        } else {
-            Ok(NonEmpty(s))
-        }
+        d.deserialize_str(StrVisitor { non_empty: true })?;
+        Ok(NonEmpty)
     }
 }
 

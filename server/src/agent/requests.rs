@@ -119,15 +119,8 @@ pub(super) fn inbound(
             ),
         );
     }
-    if request.method.chars().count() > text::MAX_METHOD_CHARS {
-        return refuse(
-            &request.id,
-            ErrorCode::UnknownMethod,
-            &format!(
-                "method names are at most {} characters",
-                text::MAX_METHOD_CHARS
-            ),
-        );
+    if let Err(e) = calls::check_method(&request.method) {
+        return Inbound::Answer(vec![reply(&request.id, Err(e))]);
     }
     // Every request is charged, cancels too; a refused one is answered
     // `rate_limited` and changes nothing.

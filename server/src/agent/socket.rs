@@ -143,10 +143,13 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     // Set when the token this socket runs on was revoked or expired.
     let mut token_end = None;
     let mut write_failed = false;
+    // Made once: the loop's turns only poll it.
+    let token_ended = p.lease.ended();
+    tokio::pin!(token_ended);
     loop {
         let written = tokio::select! {
             _ = closing.cancelled() => break,
-            end = p.lease.ended() => {
+            end = &mut token_ended => {
                 token_end = Some(end);
                 break;
             }

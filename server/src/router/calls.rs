@@ -10,7 +10,7 @@ use latchkey_protocol::effect::{
     CANCEL_GRACE_MS, DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS,
     REQUEST_HELP_TIMEOUT_MS,
 };
-use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame};
+use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame, text};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
@@ -304,11 +304,28 @@ pub async fn call(
     result
 }
 
+/// A method name an agent sent is at most [`text::MAX_METHOD_CHARS`] long: it is
+/// matched, counted and echoed in answers (docs/security.md). Every agent surface
+/// checks it before anything else.
+pub fn check_method(method: &str) -> Result<(), ErrorBody> {
+    if method.len() > text::MAX_METHOD_CHARS && method.chars().count() > text::MAX_METHOD_CHARS {
+        return Err(ErrorBody::new(
+            ErrorCode::UnknownMethod,
+            format!(
+                "method names are at most {} characters",
+                text::MAX_METHOD_CHARS
+            ),
+        ));
+    }
+    Ok(())
+}
+
 async fn run_call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
 ) -> Result<RawResult, ErrorBody> {
+    check_method(&call.method)?;
     if !call.method.starts_with("tool.") {
         return Err(invalid(format!("{} is not a tool method", call.method)));
     }
@@ -320,14 +337,8 @@ async fn run_call(
     let deadline = deadline(&call)?;
     // What the protocol defines is judged here, before the session is taken or
     // anything reaches the browser (docs/protocol.md, "Tools").
-    latchkey_protocol::tools::validate(&call.method, &call.params).map_err(|e| {
-        let message = if e.field.is_empty() {
-            format!("{}: {}", call.method, e.message)
-        } else {
-            format!("{}: {}: {}", call.method, e.field, e.message)
-        };
-        invalid_field(&e.field, message)
-    })?;
+    latchkey_protocol::tools::validate(&call.method, &call.params)
+        .map_err(|e| invalid_field(&e.field, e.message))?;
     if call.method == "tool.wait_ms" {
         return wait_ms(&call.params, session).await;
     }

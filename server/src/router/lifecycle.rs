@@ -95,10 +95,13 @@ async fn start_session(
             None => !online.is_empty(),
         };
         if !wanted_online && req.browser_id.is_none() {
-            state
-                .registry
-                .wait_online(&principal.tenant_id, Duration::from_millis(wait))
-                .await;
+            // The wait ends with the token, too.
+            tokio::select! {
+                _ = state
+                    .registry
+                    .wait_online(&principal.tenant_id, Duration::from_millis(wait)) => {}
+                end = principal.lease.ended() => return Err(end.error()),
+            }
         }
     }
     let device_id = choose_device(state, &principal.tenant_id, req.browser_id.as_deref())?;

@@ -23,10 +23,9 @@ use tokio::time::{Instant, Sleep};
 pub struct WriteStall<S> {
     io: S,
     stall: Duration,
-    /// Running while the socket refuses bytes; allocated at the first refusal.
+    /// Running while the socket refuses bytes. Dropped as soon as a byte gets
+    /// through, so that it never wakes the connection's task for nothing.
     timer: Option<Pin<Box<Sleep>>>,
-    /// The timer belongs to the current refusal (false once a byte got through).
-    armed: bool,
 }
 
 impl<S> WriteStall<S> {
@@ -35,27 +34,21 @@ impl<S> WriteStall<S> {
             io,
             stall,
             timer: None,
-            armed: false,
         }
     }
 
     /// The inner write made progress (or failed for its own reasons): no stall.
     fn progressed<T>(&mut self, polled: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
-        self.armed = false;
+        self.timer = None;
         polled
     }
 
     /// The inner write was refused: start the clock, or fail if it ran out.
     fn refused<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
-        let deadline = Instant::now() + self.stall;
-        let armed = self.armed;
+        let stall = self.stall;
         let timer = self
             .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        if !armed {
-            timer.as_mut().reset(deadline);
-            self.armed = true;
-        }
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + stall)));
         match timer.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 crate::telemetry::metrics::refused("write_stalled");
