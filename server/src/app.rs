@@ -40,8 +40,10 @@ pub struct AppState {
     /// Pairing attempts and anything else on `/extension/authorize` that is not a
     /// known device's renewal: per client address and per node.
     pub authorize_limiter: Arc<PeerRateLimiter>,
-    /// Renewals, per device.
-    pub renewal_limiter: Arc<crate::limits::renewals::RenewalLimiter>,
+    /// Renewals, per device: once the store has said whose token a renewal
+    /// presents, it is charged to that device alone, never to the address or the
+    /// node, so pairing guesses cannot refuse it (docs/security.md).
+    pub renewal_limiter: Arc<crate::limits::keyed::SweptLimiter>,
     pub upgrade_limiter: Arc<PeerRateLimiter>,
     pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
     pub audit: Audit,

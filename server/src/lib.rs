@@ -217,7 +217,7 @@ pub async fn bind_with_routes(
             config.limits.authorize_per_minute,
             RATE_LIMIT_MAX_KEYS,
         )),
-        renewal_limiter: Arc::new(limits::renewals::RenewalLimiter::per_minute(
+        renewal_limiter: Arc::new(limits::keyed::SweptLimiter::per_minute(
             config.limits.renewals_per_minute_per_device,
         )),
         upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(

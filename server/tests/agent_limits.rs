@@ -9,20 +9,12 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::Role;
-use latchkey_testkit::agent_socket::{code_of, result_of};
+use latchkey_testkit::agent_socket::{call_in_flight, code_of, result_of};
 use latchkey_testkit::reqwest::Method;
-use latchkey_testkit::{AgentSocket, Backend, FakeBrowser, TestServer, wait_until};
+use latchkey_testkit::{Backend, TestServer, wait_until};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(10);
-
-fn count(browser: &FakeBrowser, method: &str) -> usize {
-    browser
-        .received_methods()
-        .iter()
-        .filter(|m| *m == method)
-        .count()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_capped_per_browser_and_per_token() {
@@ -44,30 +36,18 @@ async fn sessions_are_capped_per_browser_and_per_token() {
     for _ in 0..8 {
         agent.start(Some(&first)).await.expect("within the cap");
     }
-    let refused = agent
-        .start_raw(&latchkey_protocol::agent::StartSessionRequest {
-            browser_id: Some(first.clone()),
-            ..Default::default()
-        })
-        .await
-        .expect("answer");
+    let refused = agent.try_start(Some(&first)).await.expect("answer");
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert_eq!(refused.code(), "capacity_reached");
     assert_eq!(refused.reason(), "sessions_per_device");
     assert_eq!(
-        count(&browser, "tool.session_start"),
+        browser.count("tool.session_start"),
         8,
         "the refused start never reached the browser"
     );
     // Another agent is refused on that browser too: the cap is the browser's.
     let other_agent = server.new_agent().await.expect("agent");
-    let refused = other_agent
-        .start_raw(&latchkey_protocol::agent::StartSessionRequest {
-            browser_id: Some(first.clone()),
-            ..Default::default()
-        })
-        .await
-        .expect("answer");
+    let refused = other_agent.try_start(Some(&first)).await.expect("answer");
     assert_eq!(refused.code(), "capacity_reached");
     // The token's own cap (10 here): two more on the other browser, then no more.
     for _ in 0..2 {
@@ -76,13 +56,7 @@ async fn sessions_are_capped_per_browser_and_per_token() {
             .await
             .expect("within the token's cap");
     }
-    let refused = agent
-        .start_raw(&latchkey_protocol::agent::StartSessionRequest {
-            browser_id: Some(second.clone()),
-            ..Default::default()
-        })
-        .await
-        .expect("answer");
+    let refused = agent.try_start(Some(&second)).await.expect("answer");
     assert_eq!(refused.status, 409, "{}", refused.body);
     assert_eq!(refused.code(), "limit_reached");
     assert_eq!(refused.reason(), "sessions_per_token");
@@ -136,23 +110,9 @@ async fn cancel_frames_count_against_the_rate_limit() {
         .create_token("canceller", Role::Agent)
         .await
         .expect("token");
-    let (_device, browser) = server
-        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
+    let (browser, mut socket, _) = call_in_flight(&server, &agent.token)
         .await
-        .expect("browser");
-    let mut socket = AgentSocket::open(&server, &agent.token)
-        .await
-        .expect("socket");
-    let started = socket
-        .call("s", "session.start", json!({}))
-        .await
-        .expect("start");
-    let session = result_of(&started)["id"].as_str().expect("id").to_string();
-    socket
-        .request("h", "tool.hang", json!({ "session_id": session }))
-        .await
-        .expect("send");
-    assert!(wait_until(DEADLINE, || async { count(&browser, "tool.hang") == 1 }).await);
+        .expect("call in flight");
     // 200 cancels of nothing, as fast as they go.
     for n in 0..200 {
         socket
@@ -179,6 +139,6 @@ async fn cancel_frames_count_against_the_rate_limit() {
     // Sorted by id: "ch" (the cancel's own answer), then "h" (the call it stopped).
     assert_eq!(result_of(&answers[0])["cancelled"], true, "{answers:?}");
     assert_eq!(code_of(&answers[1]), "cancelled", "{answers:?}");
-    assert!(wait_until(DEADLINE, || async { count(&browser, "cancel") == 1 }).await);
+    assert!(wait_until(DEADLINE, || async { browser.count("cancel") == 1 }).await);
     server.stop().await;
 }

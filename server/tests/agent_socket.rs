@@ -106,14 +106,6 @@ fn error_code(frame: &Frame) -> String {
     }
 }
 
-fn count(browser: &FakeBrowser, method: &str) -> usize {
-    browser
-        .received_methods()
-        .iter()
-        .filter(|m| *m == method)
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_socket_end_to_end() {
     let Setup {
@@ -177,7 +169,7 @@ async fn agent_socket_end_to_end() {
     assert_eq!(result(answers[0].clone())["cancelled"], true);
     assert_eq!(error_code(&answers[1]), "cancelled");
     assert_eq!(
-        count(&browser, "cancel"),
+        browser.count("cancel"),
         0,
         "a call never forwarded sends no cancel"
     );
@@ -188,7 +180,7 @@ async fn agent_socket_end_to_end() {
         json!({"id": "h", "method": "tool.hang", "params": {"session_id": sid}}),
     )
     .await;
-    assert!(wait_until(DEADLINE, || async { count(&browser, "tool.hang") == 1 }).await);
+    assert!(wait_until(DEADLINE, || async { browser.count("tool.hang") == 1 }).await);
     send(
         &mut ws,
         json!({"id": "c2", "method": "cancel", "params": {"rpc_id": "h"}}),
@@ -201,7 +193,7 @@ async fn agent_socket_end_to_end() {
     answers.sort_by_key(|f| f.id().map(str::to_string));
     assert_eq!(result(answers[0].clone())["cancelled"], true);
     assert_eq!(error_code(&answers[1]), "cancelled");
-    assert!(wait_until(DEADLINE, || async { count(&browser, "cancel") == 1 }).await);
+    assert!(wait_until(DEADLINE, || async { browser.count("cancel") == 1 }).await);
 
     // Events of the session are pushed.
     browser.event("session.user_interrupt", json!({"session_id": sid}));
@@ -225,10 +217,10 @@ async fn agent_socket_end_to_end() {
         json!({"id": "h2", "method": "tool.hang", "params": {"session_id": sid}}),
     )
     .await;
-    assert!(wait_until(DEADLINE, || async { count(&browser, "tool.hang") == 2 }).await);
+    assert!(wait_until(DEADLINE, || async { browser.count("tool.hang") == 2 }).await);
     drop(ws);
     assert!(
-        wait_until(DEADLINE, || async { count(&browser, "cancel") == 2 }).await,
+        wait_until(DEADLINE, || async { browser.count("cancel") == 2 }).await,
         "closing the socket cancels"
     );
     server.stop().await;

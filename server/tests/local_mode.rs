@@ -26,14 +26,22 @@ async fn local_server(edit: impl FnOnce(&mut latchkey_server::config::Limits)) -
         .expect("server")
 }
 
-/// Send the default handshake without reading the answer (a refusal is a Close).
-async fn send_handshake(socket: &mut ExtensionSocket) {
+/// A local connection (upgraded: the device is known only from the handshake) that
+/// sends the default handshake without reading the answer: how it ended (a
+/// refusal is a Close).
+async fn closed_after_handshake(ext: &FakeExtension) -> Ended {
+    let mut socket = ext
+        .connect_with(&[("origin", TEST_EXTENSION_ORIGIN)], None)
+        .await
+        .expect("request")
+        .expect("upgraded");
     let params = serde_json::to_value(handshake_params()).expect("params");
     let request = latchkey_protocol::RequestFrame::new("hs-1", "system.handshake", Some(params));
     socket
         .send_frame(&Frame::Request(request))
         .await
         .expect("send");
+    socket.ended(DEADLINE).await.expect("closed")
 }
 
 /// A local connection of `instance_id` (with this label), its handshake answered.
@@ -106,16 +114,7 @@ async fn local_extensions_need_no_pairing() {
     assert_eq!(web.expect_err("web origin").status, 403);
     server.admin().revoke(&devices[0].id).await.expect("revoke");
     // The handshake names the device; a revoked one is closed with 4001.
-    let mut refused = ext
-        .connect_with(&[("origin", TEST_EXTENSION_ORIGIN)], None)
-        .await
-        .expect("request")
-        .expect("upgraded: the device is known only from the handshake");
-    send_handshake(&mut refused).await;
-    assert_eq!(
-        refused.ended(DEADLINE).await.expect("closed"),
-        Ended::Closed(4001)
-    );
+    assert_eq!(closed_after_handshake(&ext).await, Ended::Closed(4001));
     server.stop().await;
 }
 
@@ -227,16 +226,7 @@ async fn a_revoked_local_browser_stays_revoked_until_forgotten() {
     let rows_before = audit_rows().await;
     for _ in 0..5 {
         server.clock().advance(Duration::from_secs(1));
-        let mut socket = ext
-            .connect_with(&[("origin", TEST_EXTENSION_ORIGIN)], None)
-            .await
-            .expect("request")
-            .expect("upgraded");
-        send_handshake(&mut socket).await;
-        assert_eq!(
-            socket.ended(DEADLINE).await.expect("closed"),
-            Ended::Closed(4001)
-        );
+        assert_eq!(closed_after_handshake(&ext).await, Ended::Closed(4001));
     }
     assert_eq!(
         server.admin().device(&device.id).await.expect("device"),

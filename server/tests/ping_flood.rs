@@ -80,6 +80,23 @@ async fn flood(mut stream: TcpStream, daemon: &Daemon, baseline_kib: u64) -> (bo
     )
 }
 
+/// Flood `stream` from here on, and check that the gateway closed it and stayed
+/// within its bound meanwhile.
+async fn flooded(what: &str, stream: TcpStream, daemon: &Daemon) {
+    let baseline = daemon.rss_kib_and_fds().expect("rss").0;
+    let (closed, growth) = flood(stream, daemon, baseline).await;
+    eprintln!("{what}: closed {closed}, RSS grew by at most {growth} KiB");
+    assert!(
+        closed,
+        "{what}: still open {} s into the flood",
+        DEADLINE.as_secs()
+    );
+    assert!(
+        growth < GROWTH_LIMIT_KIB,
+        "{what}: the gateway grew by {growth} KiB"
+    );
+}
+
 fn rss_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
@@ -111,18 +128,7 @@ async fn an_agent_socket_flooding_pings_is_closed_and_bounded() {
     let stream = raw_ws::upgrade(&daemon.addr, "/v1/agent", &[("Authorization", &auth)])
         .await
         .expect("upgrade");
-    let baseline = daemon.rss_kib_and_fds().expect("rss").0;
-    let (closed, growth) = flood(stream, &daemon, baseline).await;
-    eprintln!("agent socket: closed {closed}, RSS grew by at most {growth} KiB");
-    assert!(
-        closed,
-        "the socket was still open {} s into the flood",
-        DEADLINE.as_secs()
-    );
-    assert!(
-        growth < GROWTH_LIMIT_KIB,
-        "the gateway grew by {growth} KiB"
-    );
+    flooded("agent socket", stream, &daemon).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,16 +164,5 @@ async fn a_device_socket_flooding_pings_is_closed_and_bounded() {
         .write_all(&raw_ws::text(&handshake.to_string()))
         .await
         .expect("handshake");
-    let baseline = daemon.rss_kib_and_fds().expect("rss").0;
-    let (closed, growth) = flood(stream, &daemon, baseline).await;
-    eprintln!("device socket: closed {closed}, RSS grew by at most {growth} KiB");
-    assert!(
-        closed,
-        "the socket was still open {} s into the flood",
-        DEADLINE.as_secs()
-    );
-    assert!(
-        growth < GROWTH_LIMIT_KIB,
-        "the gateway grew by {growth} KiB"
-    );
+    flooded("device socket", stream, &daemon).await;
 }

@@ -26,20 +26,15 @@ async fn secrets_are_not_cached_and_the_store_is_private_under_umask_000() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     // The real binary, started by a shell whose umask lets everyone read and write.
+    let serve = Daemon::serve_command(Path::new(env!("CARGO_BIN_EXE_latchkeyd")), dir.path(), "")
+        .expect("command");
+    let serve = serve.as_std();
     let mut command = tokio::process::Command::new("sh");
     command
         .arg("-c")
         .arg("umask 000; exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_latchkeyd"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-        ])
-        .arg(&data)
+        .arg(serve.get_program())
+        .args(serve.get_args())
         .env("LATCHKEY_LOG", "warn");
     let daemon = Daemon::spawn(command, std::process::Stdio::null())
         .await

@@ -16,16 +16,8 @@ fn hang_script() -> Script {
     latchkey_testkit::browser::never_answers("tool.hang")
 }
 
-fn count(browser: &FakeBrowser, method: &str) -> usize {
-    browser
-        .received_methods()
-        .iter()
-        .filter(|m| *m == method)
-        .count()
-}
-
 async fn wait_received(browser: &FakeBrowser, method: &str, n: usize) -> bool {
-    wait_until(DEADLINE, || async { count(browser, method) >= n }).await
+    wait_until(DEADLINE, || async { browser.count(method) >= n }).await
 }
 
 /// Read server-sent events until `n` have arrived; returns their JSON data.
@@ -75,7 +67,7 @@ async fn window_closed_drops_the_session_without_a_stop() {
         .expect("call");
     assert_eq!(r.code(), "not_found");
     assert_eq!(
-        count(&browser, "tool.session_stop"),
+        browser.count("tool.session_stop"),
         0,
         "no stop for a window already gone"
     );
@@ -127,7 +119,7 @@ async fn user_interrupt_aborts_and_gates_the_next_mutation() {
         .expect("call");
     assert_eq!((gated.status, gated.code()), (409, "user_aborted"));
     assert_eq!(
-        count(&browser, "tool.click"),
+        browser.count("tool.click"),
         0,
         "a gated call is not forwarded"
     );
@@ -138,7 +130,7 @@ async fn user_interrupt_aborts_and_gates_the_next_mutation() {
             .expect("call")
             .is_ok()
     );
-    assert_eq!(count(&browser, "tool.click"), 1);
+    assert_eq!(browser.count("tool.click"), 1);
     server.stop().await;
 }
 
@@ -224,7 +216,7 @@ async fn idle_sessions_are_reaped_busy_ones_are_not() {
     assert_eq!(ended[0]["type"], "session_ended");
     assert_eq!(ended[0]["reason"], "idle");
     assert_eq!(
-        count(&browser, "tool.session_stop"),
+        browser.count("tool.session_stop"),
         1,
         "only the idle session was stopped"
     );
@@ -292,6 +284,6 @@ async fn a_late_start_is_rolled_back() {
     // device is still usable, and no stop for the cancelled start ever arrived.
     let s = agent.start(Some(&device2_id)).await;
     assert!(s.is_err(), "the second start times out too (same script)");
-    assert_eq!(count(&browser2, "tool.session_stop"), 0);
+    assert_eq!(browser2.count("tool.session_stop"), 0);
     server.stop().await;
 }

@@ -29,16 +29,8 @@ fn script() -> Script {
     })
 }
 
-async fn count(browser: &FakeBrowser, method: &str) -> usize {
-    browser
-        .received_methods()
-        .iter()
-        .filter(|m| *m == method)
-        .count()
-}
-
 async fn wait_received(browser: &FakeBrowser, method: &str, n: usize) -> bool {
-    wait_until(DEADLINE, || async { count(browser, method).await >= n }).await
+    wait_until(DEADLINE, || async { browser.count(method) >= n }).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,12 +85,12 @@ async fn start_call_stop() {
         .await
         .expect("call");
     assert_eq!(r.result()["waited_ms"], 20);
-    assert_eq!(count(&browser, "tool.wait_ms").await, 0);
+    assert_eq!(browser.count("tool.wait_ms"), 0);
 
     assert_eq!(agent.sessions().await.expect("list").sessions.len(), 1);
     let stopped = agent.stop(&session.id).await.expect("stop");
     assert!(stopped.stopped);
-    assert_eq!(count(&browser, "tool.session_stop").await, 1);
+    assert_eq!(browser.count("tool.session_stop"), 1);
     let r = agent
         .call(&session.id, "tool.snapshot", json!({}))
         .await

@@ -44,14 +44,7 @@ async fn a_secret_in_a_fill_value_is_not_logged_at_trace_level() {
     let mut socket = AgentSocket::connect(&daemon.http_base(), &token, None)
         .await
         .expect("socket");
-    let started = socket
-        .call("s", "session.start", json!({}))
-        .await
-        .expect("start");
-    let session = result_of(&started)["id"]
-        .as_str()
-        .expect("session")
-        .to_string();
+    let session = socket.start_session("s").await.expect("session");
     let filled = socket
         .call(
             "f",

@@ -121,6 +121,15 @@ impl AdminClient {
 }
 
 impl AdminClient {
+    /// `GET /v1/admin/sessions`: every session of the team, as JSON.
+    pub async fn sessions(&self) -> anyhow::Result<Value> {
+        let (status, body) = self.raw(Method::GET, "/v1/admin/sessions", None).await?;
+        if status != 200 {
+            bail!("sessions: HTTP {status}: {body}");
+        }
+        Ok(body["sessions"].clone())
+    }
+
     /// `DELETE /v1/admin/tokens/{id}`: status and body.
     pub async fn revoke_token(&self, id: &str) -> anyhow::Result<(u16, Value)> {
         self.raw(Method::DELETE, &format!("/v1/admin/tokens/{id}"), None)

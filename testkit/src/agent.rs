@@ -142,6 +142,15 @@ impl FakeAgent {
         .await
     }
 
+    /// Start a session on `browser_id` (or the only browser); the raw outcome.
+    pub async fn try_start(&self, browser_id: Option<&str>) -> anyhow::Result<CallOutcome> {
+        self.start_raw(&StartSessionRequest {
+            browser_id: browser_id.map(str::to_string),
+            ..StartSessionRequest::default()
+        })
+        .await
+    }
+
     pub async fn start(&self, browser_id: Option<&str>) -> anyhow::Result<SessionView> {
         let req = StartSessionRequest {
             browser_id: browser_id.map(str::to_string),

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::extension::{Ended, READ_DEADLINE};
+use crate::extension::{Ended, READ_DEADLINE, read_to_end};
 
 /// An open agent socket.
 #[derive(Debug)]
@@ -89,35 +89,50 @@ impl AgentSocket {
     /// ended (within `deadline`).
     pub async fn ended(&mut self, deadline: Duration) -> anyhow::Result<(Ended, Vec<Frame>)> {
         let mut frames = Vec::new();
-        let read = async {
-            loop {
-                match self.ws.next().await {
-                    None | Some(Err(_)) => return Ended::Dropped,
-                    Some(Ok(Message::Close(Some(frame)))) => {
-                        return Ended::Closed(frame.code.into());
-                    }
-                    Some(Ok(Message::Close(None))) => return Ended::Dropped,
-                    Some(Ok(Message::Text(t))) => {
-                        if let Ok(frame) = Frame::parse(t.as_str()) {
-                            match frame {
-                                Frame::Event(e) => {
-                                    if let Ok(v) = serde_json::to_value(e) {
-                                        self.events.push(v);
-                                    }
-                                }
-                                other => frames.push(other),
-                            }
-                        }
-                    }
-                    Some(Ok(_)) => continue,
-                }
-            }
-        };
-        let ended = tokio::time::timeout(deadline, read)
-            .await
-            .context("socket still open at the deadline")?;
+        let events = &mut self.events;
+        let ended = read_to_end(&mut self.ws, deadline, |text| match Frame::parse(text) {
+            Ok(Frame::Event(e)) => events.extend(serde_json::to_value(e).ok()),
+            Ok(frame) => frames.push(frame),
+            Err(_) => {}
+        })
+        .await?;
         Ok((ended, frames))
     }
+
+    /// Start a session on this socket (request `id`); its id.
+    pub async fn start_session(&mut self, id: &str) -> anyhow::Result<String> {
+        let started = self
+            .call(id, "session.start", serde_json::json!({}))
+            .await?;
+        result_of(&started)["id"]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("no session: {started:?}"))
+    }
+}
+
+/// A browser whose `tool.hang` never answers, and a socket on `token` with a session
+/// (its id returned) and a `tool.hang` (request `h`) in flight on it, seen by the
+/// browser.
+pub async fn call_in_flight(
+    server: &crate::TestServer,
+    token: &str,
+) -> anyhow::Result<(crate::FakeBrowser, AgentSocket, String)> {
+    let (_device, browser) = server
+        .new_browser(crate::browser::never_answers("tool.hang"))
+        .await?;
+    let mut socket = AgentSocket::open(server, token).await?;
+    let session = socket.start_session("s").await?;
+    socket
+        .request(
+            "h",
+            "tool.hang",
+            serde_json::json!({ "session_id": session }),
+        )
+        .await?;
+    let seen = crate::wait_until(READ_DEADLINE, || async { browser.count("tool.hang") == 1 }).await;
+    anyhow::ensure!(seen, "the browser never received the call");
+    Ok((browser, socket, session))
 }
 
 /// The error code of an answer frame (`""` for a success).

@@ -129,6 +129,16 @@ impl FakeBrowser {
         self.received().into_iter().find(|r| r.method == method)
     }
 
+    /// How many requests with this method were received.
+    pub fn count(&self, method: &str) -> usize {
+        self.received
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|r| r.method == method)
+            .count()
+    }
+
     pub fn received_methods(&self) -> Vec<String> {
         self.received().into_iter().map(|r| r.method).collect()
     }

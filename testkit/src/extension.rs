@@ -378,20 +378,32 @@ impl ExtensionSocket {
 
     /// Read until the socket ends; returns how (within `deadline`).
     pub async fn ended(&mut self, deadline: Duration) -> anyhow::Result<Ended> {
-        let fut = async {
-            loop {
-                match self.ws.next().await {
-                    None | Some(Err(_)) => return Ended::Dropped,
-                    Some(Ok(Message::Close(Some(frame)))) => {
-                        return Ended::Closed(frame.code.into());
-                    }
-                    Some(Ok(Message::Close(None))) => return Ended::Dropped,
-                    Some(Ok(_)) => continue,
-                }
-            }
-        };
-        tokio::time::timeout(deadline, fut)
-            .await
-            .context("socket still open at the deadline")
+        read_to_end(&mut self.ws, deadline, |_| {}).await
     }
+}
+
+/// Read `ws` until it ends, handing every text message to `on_text`; how it ended
+/// (within `deadline`).
+pub(crate) async fn read_to_end<S>(
+    ws: &mut S,
+    deadline: Duration,
+    mut on_text: impl FnMut(&str),
+) -> anyhow::Result<Ended>
+where
+    S: futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
+{
+    let read = async {
+        loop {
+            match ws.next().await {
+                None | Some(Err(_)) => return Ended::Dropped,
+                Some(Ok(Message::Close(Some(frame)))) => return Ended::Closed(frame.code.into()),
+                Some(Ok(Message::Close(None))) => return Ended::Dropped,
+                Some(Ok(Message::Text(t))) => on_text(t.as_str()),
+                Some(Ok(_)) => continue,
+            }
+        }
+    };
+    tokio::time::timeout(deadline, read)
+        .await
+        .context("socket still open at the deadline")
 }

@@ -163,7 +163,7 @@ async fn authorize_inner(
             };
             match known {
                 None => Err(charged(Refusal::UNAUTHORIZED)),
-                Some((_, device_id)) if !state.renewal_limiter.check(&device_id) => {
+                Some((_, device_id)) if state.renewal_limiter.check(&device_id).is_err() => {
                     Err(Refusal::RATE_LIMITED)
                 }
                 Some(_) => renew(state, &credential, &body).await,

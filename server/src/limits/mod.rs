@@ -1,7 +1,8 @@
 //! Limits that protect the gateway: per-peer rate limits and the client address
-//! they are keyed by, and agent rate limits per token and tenant.
+//! they are keyed by, agent rate limits per token and tenant, and renewals per
+//! device.
 
 pub mod agent_rate;
 pub mod client_ip;
+pub mod keyed;
 pub mod rate;
-pub mod renewals;
