@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { defineConfig } from 'wxt';
 
-// The extension side of wire contract 1.x (shared/docs/wire-contract.md, §10.2).
+// The extension side of the BrowserSkill 1.x protocol (docs/protocol.md).
 export default defineConfig({
   srcDir: 'src',
   alias: {

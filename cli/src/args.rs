@@ -1,4 +1,4 @@
-//! The `latchkey` command line (design §5).
+//! The `latchkey` command line (docs/agents.md, docs/cli.md).
 
 use std::path::PathBuf;
 

@@ -50,7 +50,7 @@ async function paired(renewAfter: number, expiresAt: number): Promise<Credential
 describe('pairing', () => {
   beforeEach(() => fakeBrowser.reset());
 
-  it('stores the credential only after a 200, with the hygiene of §2.2', async () => {
+  it('stores the credential only after a 200, with the hygiene the protocol asks of /authorize', async () => {
     const link = parseLink(`wss://gw.example.com/extension#${'s'.repeat(43)}`);
     if (!link.ok) throw new Error('link');
     const g = gateway([401, 'ok']);

@@ -1,4 +1,4 @@
-//! The frame envelope (contract §1): any text parses or is refused without a panic,
+//! The frame envelope (docs/protocol.md, "Frames"): any text parses or is refused without a panic,
 //! and the raw fast path for results never disagrees with the full parse.
 #![no_main]
 

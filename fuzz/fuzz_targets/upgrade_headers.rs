@@ -1,5 +1,5 @@
-//! The upgrade's `Origin` and `Sec-WebSocket-Protocol` checks (contract §2.4) on any
-//! set of header values: no panic, and whatever is accepted follows the rules.
+//! The upgrade's `Origin` and `Sec-WebSocket-Protocol` checks (docs/protocol.md, "The upgrade") on
+//! any set of header values: no panic, and whatever is accepted follows the rules.
 #![no_main]
 
 use http::{HeaderMap, HeaderName, HeaderValue};

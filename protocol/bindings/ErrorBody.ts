@@ -6,6 +6,7 @@ import type { ErrorCode } from "./ErrorCode";
  */
 export type ErrorBody = { code: ErrorCode, message: string, 
 /**
- * Extra detail; contract §8 requires an object when present.
+ * Extra detail; docs/protocol.md, "Error codes and close codes" requires an object when
+ * present.
  */
 data?: Record<string, unknown>, };

@@ -1,4 +1,4 @@
-//! Bodies of the agent HTTP API and agent socket (design §5).
+//! Bodies of the agent HTTP API and agent socket (docs/agents.md, docs/cli.md).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

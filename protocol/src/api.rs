@@ -1,4 +1,4 @@
-//! Bodies of the admin HTTP API (design §5). Timestamps are RFC 3339 strings.
+//! Bodies of the admin HTTP API (docs/agents.md, docs/cli.md). Timestamps are RFC 3339 strings.
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

@@ -1,4 +1,5 @@
-//! `POST /extension/authorize` bodies (contract §2.2): pairing and renewal.
+//! `POST /extension/authorize` bodies (docs/protocol.md, "Pairing and renewal"): pairing and
+//! renewal.
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

@@ -1,5 +1,6 @@
-//! Effect classes of extension methods (contract §6.4) and the gateway's deadlines
-//! per method. The `user_aborted` gate consumes its marker on the next gated call.
+//! Effect classes of extension methods (docs/protocol.md, "Events from the extension") and the
+//! gateway's deadlines per method. The `user_aborted` gate consumes its marker on the next
+//! gated call.
 
 /// What a method does to the user's browser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,15 +56,15 @@ pub const BUSY_EXEMPT_METHOD: &str = "tool.record_stop";
 pub const SESSION_START: &str = "tool.session_start";
 pub const SESSION_STOP: &str = "tool.session_stop";
 
-/// Default deadline of a tool call without `timeout_ms` (contract §6.2).
+/// Default deadline of a tool call without `timeout_ms` (docs/protocol.md, "Sessions").
 pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
-/// `tool.request_help` waits for a person: its own default (contract §7.7).
+/// `tool.request_help` waits for a person: its own default (docs/protocol.md, "Tools").
 pub const REQUEST_HELP_TIMEOUT_MS: u64 = 300_000;
-/// The longest `timeout_ms` an agent may ask for (design §7: 10 min).
+/// The longest `timeout_ms` an agent may ask for (docs/protocol.md, "Limits": 10 min).
 pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
-/// `tool.session_start` reply wait (contract §9).
+/// `tool.session_start` reply wait (docs/protocol.md, "Limits").
 pub const SESSION_START_TIMEOUT_MS: u64 = 15_000;
-/// `tool.session_stop` budget (contract §9).
+/// `tool.session_stop` budget (docs/protocol.md, "Limits").
 pub const SESSION_STOP_TIMEOUT_MS: u64 = 50_000;
 /// How long a cancelled call keeps its session busy waiting for the final answer.
 pub const CANCEL_GRACE_MS: u64 = 2_000;

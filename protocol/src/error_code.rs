@@ -1,9 +1,9 @@
-//! Stable error codes and the one table that maps each to an HTTP status, a
-//! WebSocket close code and a CLI exit code.
+//! Stable error codes and the one table that maps each to an HTTP status, a WebSocket close code
+//! and a CLI exit code.
 //!
-//! The first block is the extension protocol's closed set (contract §8); an extension
-//! emits only those. The second block is Latchkey's own and appears on the HTTP APIs,
-//! the agent socket and the CLI. Codes never change meaning once shipped.
+//! The first block is the extension protocol's closed set (docs/protocol.md, "Error codes and close
+//! codes"); an extension emits only those. The second block is Latchkey's own and appears on the
+//! HTTP APIs, the agent socket and the CLI. Codes never change meaning once shipped.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +15,7 @@ use crate::CloseCode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
-    // Contract §8.
+    // The extension protocol's own (docs/protocol.md, "Error codes and close codes").
     UnknownMethod,
     Unsupported,
     InvalidParams,
@@ -204,7 +204,8 @@ impl std::fmt::Display for ErrorCode {
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
-    /// Extra detail; contract §8 requires an object when present.
+    /// Extra detail; docs/protocol.md, "Error codes and close codes" requires an object when
+    /// present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, unknown>")]
     pub data: Option<Value>,
@@ -219,7 +220,7 @@ impl ErrorBody {
         }
     }
 
-    /// With `data: {"reason": reason}`, the contract's stable reason field.
+    /// With `data: {"reason": reason}`, the protocol's stable reason field.
     pub fn with_reason(code: ErrorCode, message: impl Into<String>, reason: &str) -> Self {
         Self {
             code,

@@ -1,10 +1,10 @@
-//! The frame envelope of contract §1: one JSON object per text message, classified
+//! The frame envelope of docs/protocol.md, "Frames": one JSON object per text message, classified
 //! as a request, a response (success or error) or an event.
 //!
-//! Parsing follows the gateway's classification order (§1.2): `event` first, then
-//! `method`, then a response with exactly one of `result` and `error`. Unknown keys
-//! are ignored at every level. Serialisation emits exactly one of `method`, `event`,
-//! `result` or `error`, so either side's classifier reads the frame the same way.
+//! Parsing follows the gateway's classification order (docs/protocol.md, "Frames"): `event` first,
+//! then `method`, then a response with exactly one of `result` and `error`. Unknown keys are
+//! ignored at every level. Serialisation emits exactly one of `method`, `event`, `result` or
+//! `error`, so either side's classifier reads the frame the same way.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -62,7 +62,7 @@ pub enum Frame {
     Event(EventFrame),
 }
 
-/// Why a text message is not a frame. The gateway drops such messages (§1.1).
+/// Why a text message is not a frame. The gateway drops such messages.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     #[error("not JSON")]

@@ -1,5 +1,5 @@
-//! `system.handshake` (contract §3): params, result, and the symmetric protocol
-//! version compatibility rule of §3.3.
+//! `system.handshake` (docs/protocol.md, "Handshake"): params, result, and the
+//! symmetric protocol version compatibility rule.
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -115,7 +115,7 @@ pub struct HandshakeResult {
     pub min_compatible_protocol: Option<String>,
 }
 
-/// `data` of the `version_too_old` error (§3.3).
+/// `data` of the `version_too_old` error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct VersionTooOldData {
     pub peer_protocol_version: String,
@@ -125,7 +125,7 @@ pub struct VersionTooOldData {
     pub min_compatible_protocol: String,
 }
 
-/// A protocol version as compared by §3.3: (major, minor).
+/// A protocol version as the compatibility rule compares it: (major, minor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ProtocolVersion {
     pub major: u64,
@@ -170,7 +170,7 @@ pub enum Compatibility {
     },
 }
 
-/// Run the §3.3 verdict from `mine`'s point of view.
+/// Run the compatibility verdict from `mine`'s point of view.
 pub fn check_compatibility(
     my_version: &str,
     my_floor: &str,

@@ -1,7 +1,7 @@
 //! Every type that crosses a Latchkey wire.
 //!
-//! The extension-facing frames follow `wire-contract.md` (BrowserSkill protocol 1.x)
-//! to the letter; the HTTP API bodies are Latchkey's own. TypeScript bindings for the
+//! The extension-facing frames follow docs/protocol.md (BrowserSkill protocol 1.x) to
+//! the letter; the HTTP API bodies are Latchkey's own. TypeScript bindings for the
 //! extension are generated from these types (see `bindings/` and the `bindings` test),
 //! never written by hand.
 

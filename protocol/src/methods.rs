@@ -1,8 +1,9 @@
-//! Method and event names of the extension protocol (contract §1.3, §6.3).
+//! Method and event names of the extension protocol (docs/protocol.md, "Frames", "Events from the
+//! extension").
 
 /// The extension's mandatory first request.
 pub const SYSTEM_HANDSHAKE: &str = "system.handshake";
-/// Gateway → extension: abort a forwarded request (contract §5).
+/// Gateway → extension: abort a forwarded request (docs/protocol.md, "Cancellation").
 pub const CANCEL: &str = "cancel";
 
 /// Extension → gateway liveness event, every 20 s after the handshake.

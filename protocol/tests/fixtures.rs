@@ -1,6 +1,6 @@
-//! Golden JSON fixtures: one file per frame kind and API body. Each must parse into
-//! its Rust type, classify as the expected frame kind, and serialise back to the same
-//! JSON value (modulo the unknown keys the contract tells receivers to ignore).
+//! Golden JSON fixtures: one file per frame kind and API body. Each must parse into its
+//! Rust type, classify as the expected frame kind, and serialise back to the same JSON
+//! value (modulo the unknown keys the protocol tells receivers to ignore).
 
 #![allow(clippy::expect_used, clippy::panic)]
 

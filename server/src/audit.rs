@@ -104,8 +104,13 @@ impl Audit {
     pub fn due(&self, key: &str, every: std::time::Duration) -> bool {
         let now = std::time::Instant::now();
         let mut last = self.throttle.lock().unwrap_or_else(|p| p.into_inner());
+        // Only keys due again are swept, so a full table of fresh keys is kept
+        // (and a row for a new key waits until one is due): bounded either way.
         if last.len() >= THROTTLE_KEYS_SWEEP_AT {
             last.retain(|_, at| now.duration_since(*at) < every);
+            if last.len() >= THROTTLE_KEYS_SWEEP_AT {
+                return false;
+            }
         }
         match last.get(key) {
             Some(at) if now.duration_since(*at) < every => false,

@@ -31,7 +31,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Every tunable limit, with the defaults of design §7 and contract §9.
+/// Every tunable limit, with the defaults of docs/protocol.md, "Limits".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -59,8 +59,8 @@ pub struct Limits {
     pub agent_calls_per_second_per_tenant: u32,
     /// First-frame limit after the upgrade.
     pub handshake_timeout_ms: u64,
-    /// Drop a device silent this long (after its first heartbeat). The contract
-    /// forbids dropping sooner than 60 s; only tests shorten it.
+    /// Drop a device silent this long (after its first heartbeat). The protocol forbids
+    /// dropping sooner than 60 s; only tests shorten it.
     pub liveness_timeout_ms: u64,
     /// How often silence is checked.
     pub reaper_interval_ms: u64,
@@ -104,7 +104,7 @@ pub struct Limits {
     pub session_idle_timeout_ms: u64,
     /// How often idle sessions are looked for.
     pub session_reaper_interval_ms: u64,
-    /// `tool.session_start` reply wait (contract §9: 15 s).
+    /// `tool.session_start` reply wait (docs/protocol.md, "Limits": 15 s).
     pub session_start_timeout_ms: u64,
     /// Agent WebSockets open at once per API token.
     pub max_agent_sockets_per_token: usize,
@@ -184,7 +184,7 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Proxies whose `X-Forwarded-For` is believed (nginx `real_ip_recursive`).
     pub trusted_proxies: Vec<IpNet>,
-    /// Local mode (design §6): loopback only.
+    /// Local mode (docs/configuration.md): loopback only.
     pub local: bool,
     /// When non-empty, only these extension ids may connect.
     pub allowed_extension_ids: Vec<String>,
@@ -417,7 +417,9 @@ impl Config {
             problem("limits.max_calls_in_flight_per_device must be at least 1".into());
         }
         if l.max_message_bytes < 16 << 20 {
-            problem("limits.max_message_bytes must be at least 16 MiB (contract §1.1)".into());
+            problem(
+                "limits.max_message_bytes must be at least 16 MiB (the protocol's minimum)".into(),
+            );
         }
         out
     }

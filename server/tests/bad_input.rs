@@ -395,7 +395,7 @@ async fn upgrade_rejections(backend: Backend) {
 
 backend_tests!(upgrade, upgrade_rejections);
 
-/// The handshake rules of contract §3.1 and §3.3.
+/// The handshake rules of docs/protocol.md, "Handshake".
 #[tokio::test]
 async fn handshake_rejections() {
     let server = TestServer::builder(Backend::Sqlite)
@@ -426,7 +426,7 @@ async fn handshake_rejections() {
         .expect("send");
     assert_eq!(s.ended(deadline).await.expect("end"), Ended::Closed(policy));
 
-    // Incompatible protocol: `version_too_old` with the contract's data, then closed.
+    // Incompatible protocol: `version_too_old` with the protocol's data, then closed.
     let mut s = ext.connect().await.expect("c").expect("upgrade");
     let mut params = latchkey_testkit::extension::handshake_params();
     params.protocol_version = "2.0".into();

@@ -1,6 +1,6 @@
-//! Capacity limits (issue 6): online devices per node (503 + `Retry-After: 5`, a
-//! device at capacity may still replace its own connection and renew), the race
-//! between the upgrade and the handshake (1013), and agent sockets per node.
+//! Capacity limits: online devices per node (503 + `Retry-After: 5`, a device at
+//! capacity may still replace its own connection and renew), the race between the
+//! upgrade and the handshake (1013), and agent sockets per node.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

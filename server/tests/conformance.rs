@@ -1,8 +1,8 @@
-//! RFC 6455 conformance (issue 6): the Autobahn TestSuite's cases, run by kosoku
-//! (PyPI), against an echo endpoint served by the real listener stack (accept loop,
-//! setup limits, hyper, the server's WebSocket settings and close-code mapping).
-//! The outcome of every case is diffed against `tests/conformance/expected.json`;
-//! no case may be FAILED. `LATCHKEY_BLESS=1` rewrites the expected file.
+//! RFC 6455 conformance: the Autobahn TestSuite's cases, run by kosoku (PyPI), against
+//! an echo endpoint served by the real listener stack (accept loop, setup limits,
+//! hyper, the server's WebSocket settings and close-code mapping). The outcome of every
+//! case is diffed against `tests/conformance/expected.json`; no case may be FAILED.
+//! `LATCHKEY_BLESS=1` rewrites the expected file.
 //!
 //! kosoku is installed into `target/kosoku-venv` on first use (pinned version), or
 //! taken from `LATCHKEY_KOSOKU` when that names the executable.

@@ -181,8 +181,8 @@ async fn renewals_with_random_kills(backend: Backend) {
                 acknowledged += 1;
                 current = next;
             } else {
-                // Unacknowledged: the extension retries exactly (contract §2.3); the
-                // retry succeeds whether or not the first attempt committed.
+                // Unacknowledged: the extension retries exactly (docs/protocol.md, "Pairing and
+                // renewal"); the retry succeeds whether or not the first attempt committed.
                 lost += 1;
                 let retry = restarted.renew_raw(&current, &next).await.expect("retry");
                 assert_eq!(

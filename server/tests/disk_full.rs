@@ -1,8 +1,8 @@
-//! A full disk (issue 6): `latchkeyd` runs on SQLite in a 2 MiB tmpfs of its own
-//! (a private mount namespace made with `unshare`, so no root is needed and nothing
-//! outside the test sees it). With the disk filled, writes answer 503 with a stable
-//! code, no grant is half made, reads are still served, and once space is freed
-//! the same link pairs and new links can be made, without a restart.
+//! A full disk: `latchkeyd` runs on SQLite in a 2 MiB tmpfs of its own (a private mount
+//! namespace made with `unshare`, so no root is needed and nothing outside the test
+//! sees it). With the disk filled, writes answer 503 with a stable code, no grant is
+//! half made, reads are still served, and once space is freed the same link pairs and
+//! new links can be made, without a restart.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

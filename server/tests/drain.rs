@@ -1,7 +1,7 @@
-//! SIGTERM with 1,000 live devices and 100 calls in flight (issue 6): calls that can
-//! finish within the grace finish, the rest are answered `server_shutting_down`,
-//! every device socket gets 1001, and the process exits cleanly within the drain
-//! timeout. The real `latchkeyd` binary, signalled as an orchestrator would.
+//! SIGTERM with 1,000 live devices and 100 calls in flight: calls that can finish
+//! within the grace finish, the rest are answered `server_shutting_down`, every device
+//! socket gets 1001, and the process exits cleanly within the drain timeout. The real
+//! `latchkeyd` binary, signalled as an orchestrator would.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

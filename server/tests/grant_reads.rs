@@ -1,10 +1,9 @@
-//! A reconnect reads the device's grant from the store once, by its token, at the
-//! upgrade. The re-check after the upgrade (contract §2.4) goes back to the store
-//! only when a close was signalled on this node between that read and the
-//! connection's registration; a revocation that came before the upgrade is already
-//! in what the upgrade read. Counted on the real server through
-//! `latchkey_store_query_seconds_count{op}` on `/metrics`. (One test in this
-//! binary: the recorder is process-wide, so counts are exact.)
+//! A reconnect reads the device's grant from the store once, by its token, at the upgrade. The
+//! re-check after the upgrade (docs/protocol.md, "The upgrade") goes back to the store only when a
+//! close was signalled on this node between that read and the connection's registration; a
+//! revocation that came before the upgrade is already in what the upgrade read. Counted on the real
+//! server through `latchkey_store_query_seconds_count{op}` on `/metrics`. (One test in this binary:
+//! the recorder is process-wide, so counts are exact.)
 
 #![allow(clippy::expect_used, clippy::panic)]
 

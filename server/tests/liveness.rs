@@ -1,5 +1,5 @@
-//! Liveness (contract §4): Ping is answered; a device that heartbeated and then went
-//! silent is dropped with `idle_timeout`; one that never heartbeated is not reaped.
+//! Liveness (docs/protocol.md, "Liveness"): Ping is answered; a device that heartbeated and then
+//! went silent is dropped with `idle_timeout`; one that never heartbeated is not reaped.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

@@ -1,8 +1,8 @@
-//! 10,000 malformed WebSocket frames against the real `latchkeyd` process (issue 6),
-//! each on an authenticated device socket of its own: the answer is a Close with the
-//! code RFC 6455 asks for (1002 protocol error, 1007 invalid UTF-8, 1009 too big),
-//! nothing panics, and the process's open file descriptors and resident memory are
-//! back at their baseline afterwards.
+//! 10,000 malformed WebSocket frames against the real `latchkeyd` process, each on an
+//! authenticated device socket of its own: the answer is a Close with the code RFC 6455
+//! asks for (1002 protocol error, 1007 invalid UTF-8, 1009 too big), nothing panics,
+//! and the process's open file descriptors and resident memory are back at their
+//! baseline afterwards.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

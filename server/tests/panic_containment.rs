@@ -1,8 +1,8 @@
-//! A panic inside one connection's task (issue 6) is contained and counted: that
-//! device's socket is closed with 1011 and its registration cleaned up, while the
-//! other devices, and a call in flight on one of them, do not notice. The real
-//! binary with the `device.event_panic` failpoint (test builds only). Likewise a
-//! panic in the node's grant reader fails one upgrade, not the ones after it.
+//! A panic inside one connection's task is contained and counted: that device's socket
+//! is closed with 1011 and its registration cleaned up, while the other devices, and a
+//! call in flight on one of them, do not notice. The real binary with the
+//! `device.event_panic` failpoint (test builds only). Likewise a panic in the node's
+//! grant reader fails one upgrade, not the ones after it.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

@@ -1,7 +1,7 @@
-//! Rate limits: pairing brute force from one peer and from 1,000 addresses,
-//! renewals that pairing guesses cannot starve, WebSocket upgrades per peer, and
-//! agent requests per token and per tenant. Each row checks the codes and `Retry-After`, that nothing was granted,
-//! and that the gateway still serves everyone else.
+//! Rate limits: pairing brute force from one peer and from 1,000 addresses, renewals that
+//! pairing guesses cannot starve, WebSocket upgrades per peer, and agent requests per token
+//! and per tenant. Each row checks the codes and `Retry-After`, that nothing was granted, and
+//! that the gateway still serves everyone else.
 
 #![allow(clippy::expect_used, clippy::panic)]
 
@@ -82,8 +82,8 @@ async fn pairing_brute_force_gets_nothing_and_others_are_served() {
     assert!(limited >= 20_000 - bound, "{limited} refused");
     assert!(server.admin().devices().await.expect("devices").is_empty());
 
-    // Still served: the admin and agent APIs (pairing itself is capped globally
-    // until the budget refills, by design: contract §2.5).
+    // Still served: the admin and agent APIs (pairing itself is capped globally until
+    // the budget refills, by design: docs/protocol.md, "Pairing and renewal").
     let agent = server.new_agent().await.expect("agent");
     assert!(agent.browsers().await.is_ok());
     server.stop().await;

@@ -1,6 +1,6 @@
-//! Peers that stop reading (issue 6): a device whose receive buffer fills is
-//! dropped after the write stall timeout, its callers are answered, and the gateway
-//! stays healthy; an agent socket that stops reading is dropped the same way.
+//! Peers that stop reading: a device whose receive buffer fills is dropped after the
+//! write stall timeout, its callers are answered, and the gateway stays healthy; an
+//! agent socket that stops reading is dropped the same way.
 
 #![allow(clippy::expect_used, clippy::panic)]
 
@@ -58,9 +58,9 @@ async fn a_device_that_stops_reading_is_dropped_and_its_callers_answered() {
     let stalled = stall.await.expect("stalled call");
     assert_eq!(stalled.code(), "browser_disconnected", "{:?}", stalled.body);
     // Every caller is answered: in flight when the device was dropped →
-    // `browser_disconnected`; arrived after the drop (a slow upload of its 1.5 MiB
-    // body) → the session is gone, `not_found` (contract §6.2). The calls whose
-    // writes filled the socket were in flight, so at least one is the former.
+    // `browser_disconnected`; arrived after the drop (a slow upload of its 1.5 MiB body) → the
+    // session is gone, `not_found` (docs/protocol.md, "Sessions"). The calls whose writes
+    // filled the socket were in flight, so at least one is the former.
     let mut disconnected = 0;
     for c in calls {
         let o = c.await.expect("call");

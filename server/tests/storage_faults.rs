@@ -1,7 +1,7 @@
-//! Storage faults (issue 6): a SQLite writer lock held past the busy timeout, a
-//! PostgreSQL server that goes away, and a PostgreSQL primary demoted to read-only.
-//! Each answers 503 with a stable code and `Retry-After` (never a 500, never
-//! "database is locked"), changes nothing, and recovers without a restart.
+//! Storage faults: a SQLite writer lock held past the busy timeout, a PostgreSQL server
+//! that goes away, and a PostgreSQL primary demoted to read-only. Each answers 503 with
+//! a stable code and `Retry-After` (never a 500, never "database is locked"), changes
+//! nothing, and recovers without a restart.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

@@ -1,7 +1,7 @@
-//! The upgrade's Origin and subprotocol rules under abuse (issue 6, contract §2.4):
-//! a table of 20 Origins against an allow-list, where exactly the allowed one
-//! upgrades; and abusive `Sec-WebSocket-Protocol` offers, each refused with nothing
-//! echoed back and nothing of the offered value in the logs.
+//! The upgrade's Origin and subprotocol rules under abuse (docs/protocol.md, "The upgrade"):
+//! a table of 20 Origins against an allow-list, where exactly the allowed one upgrades; and
+//! abusive `Sec-WebSocket-Protocol` offers, each refused with nothing echoed back and
+//! nothing of the offered value in the logs.
 
 #![allow(clippy::expect_used, clippy::panic)]
 

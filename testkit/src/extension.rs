@@ -1,6 +1,6 @@
-//! [`FakeExtension`]: the extension side of the wire contract, over real sockets.
-//! It pairs with a real link, renews, connects with the `bsk-auth.` subprotocol and
-//! an extension Origin, and speaks frames; tests script the rest.
+//! [`FakeExtension`]: the extension side of the protocol, over real sockets. It pairs
+//! with a real link, renews, connects with the `bsk-auth.` subprotocol and an extension
+//! Origin, and speaks frames; tests script the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +49,7 @@ impl HttpAnswer {
     }
 
     /// bsk's answer while the authorization store cannot take a write: 503
-    /// `authorization_store_busy`, `Retry-After: 1` (contract §2.2).
+    /// `authorization_store_busy`, `Retry-After: 1` (docs/protocol.md, "Pairing and renewal").
     pub fn assert_store_busy(&self) {
         assert_eq!(self.status, 503, "{}", self.body);
         assert_eq!(
@@ -81,7 +81,7 @@ pub struct FakeExtension {
 }
 
 impl FakeExtension {
-    /// Parse `wss://HOST/PATH#SECRET` as the extension does (contract §2.1).
+    /// Parse `wss://HOST/PATH#SECRET` as the extension does (docs/protocol.md, "Pairing links").
     pub fn from_link(
         link: &str,
         http: reqwest::Client,

@@ -228,9 +228,9 @@ export default defineBackground(() => {
   }
 
   browser.runtime.onMessage.addListener((message: unknown, sender, sendResponse: (r: Reply) => void) => {
-    // The Stop button of an Agent Window page: the one thing an injected script may
-    // ask, and only from a tab of an Agent Window (contract §6.3).
-    // Our scripts in web pages (not our own pages, which may be open in tabs too).
+    // The Stop button of an Agent Window page: the one thing an injected script may ask, and only
+    // from a tab of an Agent Window (docs/protocol.md, "Events from the extension"). Our scripts
+    // in web pages (not our own pages, which may be open in tabs too).
     const ownPage = browser.runtime.getURL('/');
     const fromPage =
       sender.id === browser.runtime.id &&

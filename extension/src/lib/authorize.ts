@@ -1,6 +1,6 @@
-// POST …/authorize for pairing and renewal (contract §2.2–2.3): no cookies, no
-// redirects, no cache, 10 s timeout. 401/403 are final ("rejected"); anything else
-// that is not 200 means "unavailable, retry later".
+// POST …/authorize for pairing and renewal (docs/protocol.md, "Pairing and renewal"–2.3): no
+// cookies, no redirects, no cache, 10 s timeout. 401/403 are final ("rejected"); anything
+// else that is not 200 means "unavailable, retry later".
 
 import type { AuthorizeGrant } from '@protocol/AuthorizeGrant';
 import type { AuthorizeRequest } from '@protocol/AuthorizeRequest';
@@ -95,7 +95,8 @@ export type RenewOutcome =
   | 'device_changed';
 
 /**
- * Renew when due (contract §2.3): persist the successor before sending; after a lost
+ * Renew when due (docs/protocol.md, "Pairing and renewal"): persist the successor before sending;
+ * after a lost
  * answer resend exactly (bearer, next) at most once a minute, even past expiry; never
  * start a rotation on a grant known to be expired.
  */
@@ -131,7 +132,8 @@ export async function renewIfDue(now: number, fetchImpl: typeof fetch = fetch): 
       return 'renewed';
     }
     case 'rejected':
-      // The candidate is kept (contract §2.2); the credential is no longer usable.
+      // The candidate is kept (docs/protocol.md, "Pairing and renewal"); the credential is no
+      // longer usable.
       await saveCredential({ ...latest, rejected: true });
       return 'rejected';
     case 'unavailable':

@@ -1,13 +1,13 @@
 // The Chrome debugger protocol on Agent Window tabs: trusted input events,
-// `Runtime.evaluate`, and JavaScript dialogs. Attached on first use per tab and
-// detached when the session ends or the tab leaves the Agent Window; never attached
-// to the person's own tabs.
+// `Runtime.evaluate`, and JavaScript dialogs. Attached on first use per tab and detached when
+// the session ends or the tab leaves the Agent Window; never attached to the person's own
+// tabs.
 //
-// Dialogs (alert, confirm, prompt, beforeunload) are answered at once so that no
-// page can stall an agent: alert and beforeunload accepted, confirm and prompt
-// dismissed (the safe answer to "Delete everything?"). Each is recorded per tab
-// with an increasing sequence, for the `dialogs` of tool results (contract §7.0).
-// A page that opens dialogs in a loop is unloaded (the tab goes to about:blank).
+// Dialogs (alert, confirm, prompt, beforeunload) are answered at once so that no page can
+// stall an agent: alert and beforeunload accepted, confirm and prompt dismissed (the safe
+// answer to "Delete everything?"). Each is recorded per tab with an increasing sequence, for
+// the `dialogs` of tool results (docs/protocol.md, "Tools"). A page that opens dialogs in a
+// loop is unloaded (the tab goes to about:blank).
 
 import { browser } from 'wxt/browser';
 import { ToolError } from './errors';
@@ -24,7 +24,7 @@ export interface DialogEntry {
   sequence: number;
 }
 
-/** Dialogs kept per tab (contract §9). */
+/** Dialogs kept per tab (docs/protocol.md, "Limits"). */
 export const DIALOG_BUFFER = 32;
 /** This many dialogs within the window is a loop: the page's script is stopped. */
 export const DIALOG_LOOP_COUNT = 20;

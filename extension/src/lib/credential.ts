@@ -14,7 +14,8 @@ export interface Credential {
   expiresAt: number;
   renewAfter: number;
   label: string;
-  /** A renewal sent but not yet answered: retried exactly (contract §2.3). */
+  /** A renewal sent but not yet answered: retried exactly (docs/protocol.md, "Pairing and
+  /** renewal"). */
   pending?: { bearer: string; next: string; lastAttemptAt: number };
   /** The gateway refused this credential for good. */
   rejected?: boolean;

@@ -1,6 +1,5 @@
-// Request dispatch (contract §5): requests run concurrently, each with its own
-// AbortController; `cancel` is acknowledged at once; every request gets exactly one
-// final answer.
+// Request dispatch (docs/protocol.md, "Cancellation"): requests run concurrently, each with its own
+// AbortController; `cancel` is acknowledged at once; every request gets exactly one final answer.
 
 import type { Frame } from '@protocol/Frame';
 import type { RequestFrame } from '@protocol/RequestFrame';

@@ -1,4 +1,5 @@
-// Errors a tool may return: only the codes and reasons of wire contract §8.
+// Errors a tool may return: only the codes and reasons of docs/protocol.md, "Error codes and close
+// codes".
 
 import type { ErrorBody } from '@protocol/ErrorBody';
 import type { ErrorCode } from '@protocol/ErrorCode';

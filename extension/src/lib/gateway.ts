@@ -1,7 +1,7 @@
-// The connection to the paired gateway: WSS with the `bsk-auth.<token>`
-// subprotocol, the handshake (protocol 1.0), heartbeats, reconnect with full-jitter
-// backoff honouring the gateway's close codes, and the session teardown on every
-// disconnect (contract §3–§4).
+// The connection to the paired gateway: WSS with the `bsk-auth.<token>` subprotocol,
+// the handshake (protocol 1.0), heartbeats, reconnect with full-jitter backoff
+// honouring the gateway's close codes, and the session teardown on every disconnect
+// (docs/protocol.md, "Handshake", "Liveness").
 
 import { browser } from 'wxt/browser';
 import type { Frame } from '@protocol/Frame';
@@ -40,7 +40,8 @@ const PAUSED_KEY = 'latchkey.paused';
 const STATUS_KEY = 'latchkey.status';
 const INSTANCE_KEY = 'latchkey.instance_id';
 
-/** Parse a frame the way the extension classifies it (contract §1.2); junk → undefined. */
+/** Parse a frame the way the extension classifies it (docs/protocol.md, "Frames"); junk →
+/** undefined. */
 export function parseFrame(text: string): Frame | undefined {
   try {
     const v: unknown = JSON.parse(text);

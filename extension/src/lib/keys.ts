@@ -1,7 +1,7 @@
-// Keys for tool.press (contract §7.5): a CDP key name (`Enter`, `ArrowDown`, `a`) or
-// a chord (`Ctrl+A`, `Shift+Tab`, `Meta+Enter`), resolved to what
-// `Input.dispatchKeyEvent` needs. A US keyboard layout, like the browser's own
-// automation tools; an unknown key is `invalid_params`.
+// Keys for tool.press (docs/protocol.md, "Tools"): a CDP key name (`Enter`, `ArrowDown`, `a`) or
+// a chord (`Ctrl+A`, `Shift+Tab`, `Meta+Enter`), resolved to what `Input.dispatchKeyEvent`
+// needs. A US keyboard layout, like the browser's own automation tools; an unknown key is
+// `invalid_params`.
 
 import { invalid } from './errors';
 

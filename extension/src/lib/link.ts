@@ -1,4 +1,4 @@
-// Pairing links: wss://HOST[:PORT]/PATH#SECRET (wire contract §2.1).
+// Pairing links: wss://HOST[:PORT]/PATH#SECRET (docs/protocol.md, "Pairing links").
 
 export interface PairingLink {
   /** The WebSocket URL, without the fragment. */

@@ -1,6 +1,6 @@
-// Console and network logs of Agent Window tabs (contract §7.7): bounded buffers
-// fed by debugger events, read with a cursor. 200 entries per tab and kind, 4,096
-// characters per field, 20 stack frames; the oldest entries go first.
+// Console and network logs of Agent Window tabs (docs/protocol.md, "Tools"): bounded buffers
+// fed by debugger events, read with a cursor. 200 entries per tab and kind, 4,096 characters
+// per field, 20 stack frames; the oldest entries go first.
 
 import type { Cdp } from './cdp';
 

@@ -1,13 +1,14 @@
-// Agent sessions in this browser: each is one Agent Window (AW). Lives in the
-// service worker's memory; every session is torn down when the connection drops
-// (contract §4: nothing survives a reconnect).
+// Agent sessions in this browser: each is one Agent Window (AW). Lives in the service
+// worker's memory; every session is torn down when the connection drops
+// (docs/protocol.md, "Liveness": nothing survives a reconnect).
 
 export interface Borrowed {
   originalWindowId: number;
   originalIndex: number;
 }
 
-/** Where a session's refs are valid: one tab, one document, one snapshot (contract §7.1). */
+/** Where a session's refs are valid: one tab, one document, one snapshot (docs/protocol.md,
+/** "Tools"). */
 export interface RefStore {
   tabId: number;
   documentId: string | undefined;

@@ -1,5 +1,5 @@
-//! The admin HTTP API (design §5): pairing links, devices, API tokens and the audit
-//! trail of the caller's tenant. Every handler takes an [`AdminPrincipal`] and scopes
+//! The admin HTTP API (docs/agents.md, docs/cli.md): pairing links, devices, API tokens and the
+//! audit trail of the caller's tenant. Every handler takes an [`AdminPrincipal`] and scopes
 //! every query by its tenant, so another tenant's ids answer exactly like unknown ones.
 //!
 //! [`AdminPrincipal`]: crate::auth::principal::AdminPrincipal

@@ -1,6 +1,6 @@
-//! The agent API (design §5): find the team's browsers, open sessions on one, call
-//! any `tool.*` method, follow session events. Any API token of the tenant may use
-//! it; a session is visible only to the token that opened it.
+//! The agent API (docs/agents.md, docs/cli.md): find the team's browsers, open sessions on one,
+//! call any `tool.*` method, follow session events. Any API token of the tenant may use it; a
+//! session is visible only to the token that opened it.
 
 mod answers;
 mod browsers;

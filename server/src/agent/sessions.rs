@@ -1,5 +1,5 @@
-//! Sessions and calls over HTTP. A call's HTTP request is its lifetime: if the agent
-//! goes away mid-call, the call is cancelled on the device (contract §5).
+//! Sessions and calls over HTTP. A call's HTTP request is its lifetime: if the agent goes away
+//! mid-call, the call is cancelled on the device (docs/protocol.md, "Cancellation").
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -51,7 +51,8 @@ pub async fn stop(
     Ok(Json(lifecycle::stop(&state, &session, "stopped").await?))
 }
 
-/// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it arrived as.
+/// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it
+/// arrived as.
 #[derive(serde::Serialize)]
 pub struct RawCallResult {
     pub result: crate::router::link::RawResult,

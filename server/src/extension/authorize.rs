@@ -1,5 +1,5 @@
-//! `POST /extension/authorize` (contract §2.2–2.3): redeem a pairing secret, or
-//! rotate a device token with exact-retry idempotency. Every change is committed
+//! `POST /extension/authorize` (docs/protocol.md, "Pairing and renewal"–2.3): redeem a pairing
+//! secret, or rotate a device token with exact-retry idempotency. Every change is committed
 //! before the reply, so a lost reply can be retried exactly, even across a restart.
 
 use std::net::SocketAddr;

@@ -1,6 +1,7 @@
-//! The extension-facing HTTP surface of contract §2: `POST /extension/authorize`
-//! (pair and renew) and `GET /extension` (the authenticated WebSocket upgrade).
-//! Refusals use bsk's bodies exactly, so any compatible extension reacts correctly.
+//! The extension-facing HTTP surface of docs/protocol.md, "Pairing and renewal": `POST
+//! /extension/authorize` (pair and renew) and `GET /extension` (the authenticated
+//! WebSocket upgrade). Refusals use bsk's bodies exactly, so any compatible extension
+//! reacts correctly.
 
 pub mod authorize;
 pub mod local;

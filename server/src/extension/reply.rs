@@ -42,7 +42,8 @@ impl Refusal {
         tag: AuthorizeErrorTag::RateLimited,
         retry_after_secs: Some(60),
     };
-    /// 503: a new device while the node is at its online capacity (contract §2.4).
+    /// 503: a new device while the node is at its online capacity (docs/protocol.md, "The
+    /// upgrade").
     pub const AT_CAPACITY: Refusal = Refusal {
         status: StatusCode::SERVICE_UNAVAILABLE,
         tag: AuthorizeErrorTag::ConnectionCapacityReached,

@@ -1,4 +1,4 @@
-//! `GET /extension`: every check of contract §2.4 happens before the 101.
+//! `GET /extension`: every check of docs/protocol.md, "The upgrade" happens before the 101.
 
 use std::net::SocketAddr;
 

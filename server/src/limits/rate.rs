@@ -51,9 +51,9 @@ fn rate_key(ip: IpAddr) -> IpAddr {
 }
 
 impl PeerRateLimiter {
-    /// `/extension/authorize` (contract §2.5): `per_minute` per peer, bursting to the
-    /// same number; one overflow bucket of the same size; a global cap of 16×; and
-    /// the contract's `Retry-After: 60`.
+    /// `/extension/authorize` (docs/protocol.md, "Pairing and renewal"): `per_minute` per peer,
+    /// bursting to the same number; one overflow bucket of the same size; a global cap of 16×;
+    /// and the protocol's `Retry-After: 60`.
     pub fn per_minute(per_minute: u32, max_keys: usize) -> Self {
         let per_peer = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
         let global = per_peer.saturating_mul(NonZeroU32::new(16).unwrap_or(NonZeroU32::MIN));

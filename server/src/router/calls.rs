@@ -1,7 +1,7 @@
-//! One tool call, from admission to answer, with the cancellation rules of contract
-//! §5: a call is forwarded at once or refused (never queued); on the gateway's
-//! deadline, an abort, or the caller going away, a `cancel` follows the request on
-//! the same socket, and the session stays busy until the final answer or a 2 s grace.
+//! One tool call, from admission to answer, with the cancellation rules of docs/protocol.md,
+//! "Cancellation": a call is forwarded at once or refused (never queued); on the gateway's
+//! deadline, an abort, or the caller going away, a `cancel` follows the request on the same
+//! socket, and the session stays busy until the final answer or a 2 s grace.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,7 +52,7 @@ pub fn params_object(params: Option<Value>) -> Result<Map<String, Value>, ErrorB
     }
 }
 
-/// The gateway's deadline for a call (contract §6.2, design §7).
+/// The gateway's deadline for a call (docs/protocol.md, "Sessions").
 pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
     let check = |ms: u64| {
         if (1..=MAX_CALL_TIMEOUT_MS).contains(&ms) {
@@ -234,9 +234,8 @@ fn inflight_gone() -> ErrorBody {
     )
 }
 
-/// `tool.wait_ms`, answered by the gateway itself (contract §7.4).
-/// Its params were judged by the catalogue (`duration_ms` 0..=300000) before this
-/// runs.
+/// `tool.wait_ms`, answered by the gateway itself (docs/protocol.md, "Tools"). Its
+/// params were judged by the catalogue (`duration_ms` 0..=300000) before this runs.
 async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawResult, ErrorBody> {
     let ms = params
         .get("duration_ms")
@@ -368,7 +367,7 @@ pub fn shutting_down() -> ErrorBody {
     )
 }
 
-/// The session id must still be known, or the caller gets the contract's `not_found`.
+/// The session id must still be known, or the caller gets the protocol's `not_found`.
 pub fn require<T>(found: Option<T>) -> Result<T, ErrorBody> {
     found.ok_or_else(not_registered)
 }

@@ -216,7 +216,8 @@ impl Connection {
         stall_bounded(stall, futures_util::SinkExt::flush(&mut self.socket)).await
     }
 
-    /// Send a Close and give the peer a moment to answer it (contract §2.5: 1 s bound).
+    /// Send a Close and give the peer a moment to answer it (docs/protocol.md, "Pairing and
+    /// renewal": 1 s bound).
     async fn close(&mut self, code: CloseCode) {
         let frame = CloseFrame {
             code: code.code(),

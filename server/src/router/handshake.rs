@@ -1,4 +1,4 @@
-//! Judging the extension's first frame (contract §3.1, §3.3), apart from the socket
+//! Judging the extension's first frame (docs/protocol.md, "Handshake"), apart from the socket
 //! so the rules are testable on their own.
 
 use latchkey_protocol::handshake::{

@@ -1,4 +1,4 @@
-//! Session start, stop and the idle reaper (contract §6.1).
+//! Session start, stop and the idle reaper (docs/protocol.md, "Sessions").
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use crate::auth::principal::Principal;
 use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
 
-/// The longest an agent may wait for a browser to come online (contract §9).
+/// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
 
 fn invalid(message: impl Into<String>) -> ErrorBody {
@@ -264,7 +264,7 @@ async fn stop_session(
                     return_failures: vec![],
                 })
             } else {
-                // Contract §6.1: keep the session so the stop can be retried.
+                // docs/protocol.md, "Sessions": keep the session so the stop can be retried.
                 session.set_stopping(false);
                 Ok(StopSessionResult {
                     stopped: false,

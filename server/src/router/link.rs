@@ -179,8 +179,8 @@ impl DeviceLink {
         Ok(rx)
     }
 
-    /// Ask the extension to abort a forwarded request (contract §5). Fire and forget:
-    /// the ack is a response with an id nobody waits for, and is ignored.
+    /// Ask the extension to abort a forwarded request (docs/protocol.md, "Cancellation"). Fire and
+    /// forget: the ack is a response with an id nobody waits for, and is ignored.
     pub fn send_cancel(&self, rpc_id: &str) {
         let mut state = self.state();
         if state.closed.is_some() {

@@ -1,10 +1,10 @@
 //! Which devices have a live socket on this node, and how to close one at once.
 //!
-//! Each connection task registers under its device id with a fresh generation and
-//! receives a close signal (a `watch`, so a close is never lost and never blocks the
-//! sender). Registering a device that already has a socket signals the old one
-//! `replaced`; unregistering only removes the entry if the generation still matches,
-//! so an old socket's cleanup cannot evict its replacement (contract §3.3).
+//! Each connection task registers under its device id with a fresh generation and receives
+//! a close signal (a `watch`, so a close is never lost and never blocks the sender).
+//! Registering a device that already has a socket signals the old one `replaced`;
+//! unregistering only removes the entry if the generation still matches, so an old socket's
+//! cleanup cannot evict its replacement (docs/protocol.md, "Handshake").
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -100,7 +100,14 @@ struct RegistryInner {
     /// Woken whenever a device comes online (session starts may wait for one).
     online: tokio::sync::Notify,
     /// Replacements per device key in the current minute ([`Self::note_replacement`]).
-    replacements: Mutex<HashMap<String, ReplacementWindow>>,
+    replacements: Mutex<Replacements>,
+}
+
+#[derive(Debug, Default)]
+struct Replacements {
+    windows: HashMap<String, ReplacementWindow>,
+    /// When windows that are over were last swept.
+    swept: Option<std::time::Instant>,
 }
 
 /// How many replacements a device key had in the minute that began at `since`.
@@ -164,13 +171,19 @@ impl DeviceRegistry {
     /// extension, its extension id) in the current minute.
     pub fn note_replacement(&self, key: &str) {
         let now = std::time::Instant::now();
-        let mut windows = self
+        let mut guard = self
             .inner
             .replacements
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if windows.len() >= REPLACEMENT_KEYS_SWEEP_AT {
+        let Replacements { windows, swept } = &mut *guard;
+        // Swept at most once a second: a reconnect storm replaces thousands of
+        // devices within one window, and none of them is due for sweeping yet.
+        if windows.len() >= REPLACEMENT_KEYS_SWEEP_AT
+            && swept.is_none_or(|at| now.duration_since(at) >= std::time::Duration::from_secs(1))
+        {
             windows.retain(|_, w| now.duration_since(w.since) < REPLACEMENT_WINDOW);
+            *swept = Some(now);
         }
         let window = windows.entry(key.to_string()).or_insert(ReplacementWindow {
             since: now,
@@ -195,12 +208,12 @@ impl DeviceRegistry {
         key: &str,
         max_per_minute: u32,
     ) -> Option<std::time::Duration> {
-        let windows = self
+        let guard = self
             .inner
             .replacements
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let w = windows.get(key)?;
+        let w = guard.windows.get(key)?;
         let elapsed = w.since.elapsed();
         (w.count > max_per_minute && elapsed < REPLACEMENT_WINDOW)
             .then(|| REPLACEMENT_WINDOW - elapsed)

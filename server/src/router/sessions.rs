@@ -57,7 +57,8 @@ struct SessionState {
     busy: bool,
     stopping: bool,
     ended: bool,
-    /// The `user_aborted` gate (contract §6.4): single use, no expiry.
+    /// The `user_aborted` gate (docs/protocol.md, "Events from the extension"): single use, no
+    /// expiry.
     marker: bool,
     last_activity: i64,
 }
@@ -95,7 +96,7 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take the session for one call of `method`, or refuse as contract §6.2 says.
+    /// Take the session for one call of `method`, or refuse as docs/protocol.md, "Sessions" says.
     pub fn begin(self: &Arc<Self>, method: &str, now: i64) -> Result<BusyGuard, ErrorBody> {
         let mut s = self.state();
         if s.ended {
@@ -324,7 +325,7 @@ impl SessionTable {
             .cloned()
     }
 
-    /// The caller's own session, or the contract's `not_found` (also for another
+    /// The caller's own session, or the protocol's `not_found` (also for another
     /// token's or tenant's session, exactly as for an unknown id).
     pub fn owned(
         &self,

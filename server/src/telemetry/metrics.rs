@@ -1,9 +1,9 @@
-//! Prometheus metrics (the `metrics` facade with the Prometheus exporter), served on
-//! a separate listener (`--metrics-listen`, loopback by default). Recording is a
-//! few atomic operations and never blocks; rendering happens only when scraped.
+//! Prometheus metrics (the `metrics` facade with the Prometheus exporter), served on a
+//! separate listener (`--metrics-listen`, loopback by default). Recording is a few
+//! atomic operations and never blocks; rendering happens only when scraped.
 //!
-//! Labels are bounded: methods outside the contract's catalogue are counted as
-//! `other`, error codes come from the closed `ErrorCode` set.
+//! Labels are bounded: methods outside the protocol's catalogue are counted as `other`,
+//! error codes come from the closed `ErrorCode` set.
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
@@ -176,7 +176,8 @@ fn describe() {
     );
 }
 
-/// The methods of the contract's catalogue (§7); anything else is labelled `other`.
+/// The methods of the protocol's catalogue (docs/protocol.md, "Tools"); anything else
+/// is labelled `other`.
 const KNOWN_METHODS: &[&str] = &[
     "tool.session_start",
     "tool.session_stop",

@@ -17,6 +17,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use tokio::net::TcpStream;
 
 use super::setup::{PeerKey, SetupSlot, SetupSlots, probe};
@@ -59,6 +61,10 @@ pub struct WaitingRoom {
     /// Addresses with someone waiting, in the order their turn comes.
     turns: VecDeque<PeerKey>,
     total: usize,
+    /// Every place was taken, none could be pushed out, and none was freed since:
+    /// nobody is offered one before this (a reconnect storm accepts thousands of
+    /// connections while every place is taken; each must not look at all of them).
+    full_until: Option<Instant>,
 }
 
 impl WaitingRoom {
@@ -79,6 +85,11 @@ impl WaitingRoom {
         Ok(())
     }
 
+    /// A place was freed: offer places again.
+    pub fn place_freed(&mut self) {
+        self.full_until = None;
+    }
+
     /// Connections waiting now.
     pub fn len(&self) -> usize {
         self.total
@@ -92,6 +103,13 @@ impl WaitingRoom {
     /// each address's oldest connection is offered a place in turn. `Err` when
     /// none got one, with when to look again (if no place frees first).
     pub fn admit_next(&mut self, slots: &SetupSlots) -> Result<(Waiting, SetupSlot), Duration> {
+        let now = Instant::now();
+        if let Some(until) = self.full_until {
+            if until > now {
+                return Err(until - now);
+            }
+            self.full_until = None;
+        }
         let mut wait = Duration::MAX;
         for _ in 0..self.turns.len() {
             let Some(key) = self.turns.pop_front() else {
@@ -104,7 +122,7 @@ impl WaitingRoom {
                 self.queues.remove(&key);
                 continue;
             };
-            match slots.try_admit(key, probe(&head.stream)) {
+            match slots.try_admit(key, || probe(&head.stream)) {
                 Ok(slot) => {
                     let admitted = queue.pop_front();
                     if queue.is_empty() {
@@ -117,9 +135,16 @@ impl WaitingRoom {
                         return Ok((w, slot));
                     }
                 }
-                Err(retry_in) => {
-                    wait = wait.min(retry_in);
+                Err(refused) => {
                     self.turns.push_back(key);
+                    if refused.everyone {
+                        // Nobody else would get one either: this address keeps
+                        // its turn for when a place frees.
+                        self.turns.rotate_right(1);
+                        self.full_until = Some(now + refused.wait);
+                        return Err(refused.wait);
+                    }
+                    wait = wait.min(refused.wait);
                 }
             }
         }
@@ -190,6 +215,39 @@ mod tests {
             "turns, then the crowd's share"
         );
         assert_eq!(room.len(), 8, "the rest of the crowd waits");
+    }
+
+    /// Once every place is taken and none may be pushed out, the room stops
+    /// offering places until one is freed: a storm of arrivals does not look at
+    /// every waiting connection on each arrival.
+    #[tokio::test]
+    async fn a_full_house_is_not_asked_again_until_a_place_frees() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let slots = SetupSlots::new(1, 1, SILENT, SILENT);
+        let mut room = WaitingRoom::default();
+        let mut clients = Vec::new();
+        for last in 1..=3u8 {
+            for (client, w) in connections(&listener, IpAddr::from([127, 0, 0, 30 + last]), 1).await
+            {
+                clients.push(client);
+                room.push(w).expect("room");
+            }
+        }
+        let (_, held) = room.admit_next(&slots).expect("the one place");
+        assert!(room.admit_next(&slots).is_err(), "the house is full");
+        drop(held);
+        assert!(
+            room.admit_next(&slots).is_err(),
+            "not asked again before the freed place is reported"
+        );
+        room.place_freed();
+        assert!(
+            room.admit_next(&slots).is_ok(),
+            "the freed place is offered"
+        );
+        assert_eq!(room.len(), 1);
     }
 
     #[tokio::test]

@@ -115,7 +115,7 @@ pub async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = freed, if retry.is_some() => {}
+            _ = freed, if retry.is_some() => room.place_freed(),
             _ = tokio::time::sleep(retry.unwrap_or(Duration::ZERO)), if retry.is_some() => {}
             _ = shutdown.cancelled() => break,
         }

@@ -46,6 +46,16 @@ pub const DEFAULT_MAX_IN_SETUP: usize = 64;
 /// Default for `limits.max_connections_in_setup_per_peer`: a quarter of the places.
 pub const DEFAULT_MAX_IN_SETUP_PER_PEER: usize = 16;
 
+/// Why [`SetupSlots::try_admit`] found no place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// When to look again, if no place frees first.
+    pub wait: Duration,
+    /// Every place is taken and none may be pushed out: no address gets one now (as
+    /// opposed to this address being at its share).
+    pub everyone: bool,
+}
+
 /// Whose share of the places a connection takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PeerKey {
@@ -241,15 +251,18 @@ impl SetupSlots {
 
     /// A place for a new connection of `peer` now: a free one, or one taken from a
     /// connection that may be pushed out (see the module docs; it is dropped). An
-    /// address at its share may push out only its own. `Err` says when to look
-    /// again, if no place frees first ([`Self::freed`]). `probe` is the new
-    /// connection's, if it has one.
-    pub fn try_admit(&self, peer: PeerKey, probe: Option<Probe>) -> Result<SetupSlot, Duration> {
+    /// address at its share may push out only its own. `probe` makes the new
+    /// connection's probe, and is called only when it gets a place.
+    pub fn try_admit(
+        &self,
+        peer: PeerKey,
+        probe: impl FnOnce() -> Option<Probe>,
+    ) -> Result<SetupSlot, Refused> {
         let mut live = self.live();
         let at_share =
             matches!(peer, PeerKey::Addr(_)) && live.taken_by(peer) >= self.inner.per_peer_cap;
         if !at_share && live.entries.len() < self.inner.cap {
-            return Ok(self.insert(&mut live, peer, probe));
+            return Ok(self.insert(&mut live, peer, probe()));
         }
         let now = Instant::now();
         // Silent ones first, the oldest of them; then the oldest slow one.
@@ -276,10 +289,13 @@ impl SetupSlots {
         }
         let Some((pushed_out, kind)) = victim.and_then(|(id, kind)| Some((live.remove(id)?, kind)))
         else {
-            return Err(wait);
+            return Err(Refused {
+                wait,
+                everyone: !at_share,
+            });
         };
         pushed_out.evict.cancel();
-        let slot = self.insert(&mut live, peer, probe);
+        let slot = self.insert(&mut live, peer, probe());
         drop(live);
         self.pushed_out(&pushed_out.progress, kind, now, at_share);
         Ok(slot)
@@ -299,9 +315,9 @@ impl SetupSlots {
             let freed = self.freed();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            let wait = match self.try_admit(peer, probe.take()) {
+            let wait = match self.try_admit(peer, || probe.take()) {
                 Ok(slot) => return slot,
-                Err(wait) => wait,
+                Err(refused) => refused.wait,
             };
             tokio::select! {
                 _ = &mut freed => {}

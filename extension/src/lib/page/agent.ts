@@ -103,7 +103,7 @@ export class PageAgent {
     return { text: out.text, truncated: out.truncated, refCount: out.refs.length };
   }
 
-  /** The element a target names, or the contract's lookup error (§7.1). */
+  /** The element a target names, or the protocol's lookup error (docs/protocol.md, "Tools"). */
   resolve(target: Target): Element | PageError {
     if (target.ref !== undefined) {
       const n = /^@?e(\d+)$/.exec(target.ref);

@@ -1,10 +1,10 @@
-// The page as an agent reads it (contract §7.6): a compact outline of the
-// accessibility tree — roles, names, values of non-secret fields, headings, links,
-// form controls — where everything actionable carries a ref `@eN`.
+// The page as an agent reads it (docs/protocol.md, "Tools"): a compact outline of the
+// accessibility tree — roles, names, values of non-secret fields, headings, links, form
+// controls — where everything actionable carries a ref `@eN`.
 //
-// Runs in the page (the extension's isolated world), and under jsdom in the unit
-// tests: it only reads the DOM and never changes it. Open shadow roots and
-// same-origin frames are walked; cross-origin frames are named but not entered.
+// Runs in the page (the extension's isolated world), and under jsdom in the unit tests:
+// it only reads the DOM and never changes it. Open shadow roots and same-origin frames
+// are walked; cross-origin frames are named but not entered.
 
 import { accessibleName, roleOf } from './roles';
 

@@ -1,6 +1,6 @@
-// tool.tab_borrow (contract §7.3): the person always confirms, in a small window of
-// the extension's own with Allow and Deny. The countdown is 5 s; no answer by the
-// fail-closed deadline (6.65 s), a closed window or Deny → `cancelled`.
+// tool.tab_borrow (docs/protocol.md, "Tools"): the person always confirms, in a small window of
+// the extension's own with Allow and Deny. The countdown is 5 s; no answer by the fail-closed
+// deadline (6.65 s), a closed window or Deny → `cancelled`.
 
 import { browser } from 'wxt/browser';
 import { invalid, notFound, ToolError } from '../errors';

@@ -1,4 +1,4 @@
-// Reading pages: tool.get_html and tool.screenshot (contract §7.6).
+// Reading pages: tool.get_html and tool.screenshot (docs/protocol.md, "Tools").
 
 import { browser } from 'wxt/browser';
 import { ToolError } from '../errors';

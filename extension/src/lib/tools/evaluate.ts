@@ -1,7 +1,7 @@
-// tool.evaluate (contract §7.7): JavaScript in an Agent Window page, through
+// tool.evaluate (docs/protocol.md, "Tools"): JavaScript in an Agent Window page, through
 // `Runtime.evaluate`. Off until the person turns it on in the extension's settings;
-// while off every call is `permission_denied`. A thrown exception is a result
-// (`ok: false`), not an RPC error.
+// while off every call is `permission_denied`. A thrown exception is a result (`ok:
+// false`), not an RPC error.
 
 import { invalid, ToolError } from '../errors';
 import { checkpoint, type Params } from '../dispatcher';

@@ -1,10 +1,10 @@
-// tool.request_help (contract §7.7): hand the page to the person — a CAPTCHA, an MFA
-// prompt, a QR code. The tab is focused; a panel on the page shows the agent's
-// title and prompt with Done and Cancel, targets are outlined, a notification and
-// the toolbar badge say that someone is waiting, and the popup lists the request
-// too. Outcomes: Done → `continued`, Cancel → `cancelled`, the completion criteria
-// holding for `stable_for_ms` (polled every 500 ms) → `completed`, the wait running
-// out → `timed_out`. A `cancel` from the gateway is the error `cancelled`.
+// tool.request_help (docs/protocol.md, "Tools"): hand the page to the person — a CAPTCHA, an MFA
+// prompt, a QR code. The tab is focused; a panel on the page shows the agent's title and prompt
+// with Done and Cancel, targets are outlined, a notification and the toolbar badge say that
+// someone is waiting, and the popup lists the request too. Outcomes: Done → `continued`, Cancel
+// → `cancelled`, the completion criteria holding for `stable_for_ms` (polled every 500 ms) →
+// `completed`, the wait running out → `timed_out`. A `cancel` from the gateway is the error
+// `cancelled`.
 
 import { browser } from 'wxt/browser';
 import { invalid, ToolError } from '../errors';

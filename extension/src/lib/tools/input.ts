@@ -1,10 +1,9 @@
-// Page input (contract §7.5): click, hover, fill, press and select, on tabs of the
-// session's Agent Window only. Pointer and keyboard input are trusted events
-// through the Chrome debugger protocol, at the point the page agent found for the
-// target after scrolling it into view; what is under that point is checked first,
-// so an overlay gets a clear error rather than the click. Choosing options of a
-// <select> is done in the page (its popup is not part of the page) with the input
-// and change events a person's choice fires.
+// Page input (docs/protocol.md, "Tools"): click, hover, fill, press and select, on tabs of the
+// session's Agent Window only. Pointer and keyboard input are trusted events through the
+// Chrome debugger protocol, at the point the page agent found for the target after scrolling
+// it into view; what is under that point is checked first, so an overlay gets a clear error
+// rather than the click. Choosing options of a <select> is done in the page (its popup is not
+// part of the page) with the input and change events a person's choice fires.
 
 import { invalid, ToolError } from '../errors';
 import { checkpoint, type Params } from '../dispatcher';
@@ -27,7 +26,7 @@ function nonEmpty(p: Params, key: string): string | undefined {
   return v === '' ? undefined : v;
 }
 
-/** The target of an input tool: exactly one of `ref` and `selector` (contract §7.1). */
+/** The target of an input tool: exactly one of `ref` and `selector` (docs/protocol.md, "Tools"). */
 export function targetOf(p: Params, session: AgentSession, tabId: number, tool: string, required = true): Resolved | undefined {
   const ref = nonEmpty(p, 'ref');
   const selector = nonEmpty(p, 'selector');

@@ -1,6 +1,6 @@
-// tool.console and tool.network (contract §7.7): read a tab's buffers from a
-// cursor. `since` returns entries with a greater sequence; `next_since` is the
-// cursor for the next read; `truncated` says more entries are waiting.
+// tool.console and tool.network (docs/protocol.md, "Tools"): read a tab's buffers from a
+// cursor. `since` returns entries with a greater sequence; `next_since` is the cursor
+// for the next read; `truncated` says more entries are waiting.
 
 import { invalid } from '../errors';
 import type { Params } from '../dispatcher';

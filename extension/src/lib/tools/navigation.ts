@@ -1,7 +1,7 @@
-// Navigation and waits (contract §7.4), on chrome.webNavigation events of the main
-// frame: commit → onCommitted, domcontentloaded → onDOMContentLoaded, load →
-// onCompleted, networkidle → load plus a quiet period. A lifecycle timeout is a
-// success with `reached: "timeout"`.
+// Navigation and waits (docs/protocol.md, "Tools"), on chrome.webNavigation events of the main
+// frame: commit → onCommitted, domcontentloaded → onDOMContentLoaded, load → onCompleted,
+// networkidle → load plus a quiet period. A lifecycle timeout is a success with `reached:
+// "timeout"`.
 
 import { browser } from 'wxt/browser';
 import { invalid, ToolError } from '../errors';
@@ -172,7 +172,7 @@ export async function waitForNavigation(p: Params, sessions: Sessions, signal: A
   const phase = phaseOf(p);
   const tab = await scopedTab(p, session, sessions);
   const tabId = tab.id as number;
-  // Already there (contract §7.4): a loaded page has passed every phase up to load.
+  // Already there (docs/protocol.md, "Tools"): a loaded page has passed every phase up to load.
   const loaded = async () => phase !== 'networkidle' && (await browser.tabs.get(tabId)).status === 'complete';
   const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, async () => undefined, false, loaded);
   return { tab_id: tabId, ...r };

@@ -1,4 +1,4 @@
-// Parameter checks shared by the tools (contract §7.0).
+// Parameter checks shared by the tools (docs/protocol.md, "Tools").
 
 import { invalid, notFound, ToolError } from '../errors';
 import type { Params } from '../dispatcher';
@@ -81,7 +81,7 @@ export async function scopedTab(p: Params, session: AgentSession, sessions: Sess
 
 const RESTRICTED = ['chrome:', 'chrome-extension:', 'devtools:', 'edge:', 'brave:', 'vivaldi:', 'opera:'];
 
-/** Pages no tool may read (contract §7.0). */
+/** Pages no tool may read (docs/protocol.md, "Tools"). */
 export function isRestricted(url: string | undefined): boolean {
   if (!url) return false;
   if (url.startsWith('about:')) return url !== 'about:blank';

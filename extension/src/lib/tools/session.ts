@@ -1,4 +1,4 @@
-// tool.session_start / tool.session_stop (contract §6.1).
+// tool.session_start / tool.session_stop (docs/protocol.md, "Sessions").
 
 import { browser } from 'wxt/browser';
 import { invalid, ToolError } from '../errors';
@@ -32,7 +32,7 @@ export async function sessionStart(p: Params, sessions: Sessions): Promise<unkno
 }
 
 /**
- * Teardown order (contract §6.1): (1) return borrowed tabs — stop there if any
+ * Teardown order (docs/protocol.md, "Sessions"): (1) return borrowed tabs — stop there if any
  * fails, (2) forget the session's state and refs, (3) detach the debugger, (4) close
  * the Agent Window.
  */

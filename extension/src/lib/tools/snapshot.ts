@@ -1,7 +1,7 @@
-// tool.snapshot and tool.observe (contract §7.6, §7.1): the page as text with refs.
-// Each call replaces the session's ref store; the store remembers the tab, the
-// document and the snapshot, so a ref from an older snapshot, another tab or a
-// previous page fails with `ref_not_found` instead of hitting a look-alike.
+// tool.snapshot and tool.observe (docs/protocol.md, "Tools"): the page as text with refs.
+// Each call replaces the session's ref store; the store remembers the tab, the document
+// and the snapshot, so a ref from an older snapshot, another tab or a previous page fails
+// with `ref_not_found` instead of hitting a look-alike.
 
 import { browser } from 'wxt/browser';
 import { ToolError } from '../errors';
@@ -20,7 +20,7 @@ const RESTRICTED_MESSAGE = 'this page cannot be read by extensions';
 
 /**
  * The tab a read acts on. Restricted pages are refused; without an explicit tab_id
- * another readable tab of the Agent Window is used instead (contract §7.0).
+ * another readable tab of the Agent Window is used instead (docs/protocol.md, "Tools").
  */
 async function readableTab(p: Params, session: AgentSession, sessions: Sessions): Promise<chrome.tabs.Tab> {
   const tab = await scopedTab(p, session, sessions);

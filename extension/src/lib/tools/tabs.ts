@@ -1,4 +1,4 @@
-// Tab tools (contract §7.3): list, create, close, select, and return of borrowed tabs.
+// Tab tools (docs/protocol.md, "Tools"): list, create, close, select, and return of borrowed tabs.
 
 import { browser } from 'wxt/browser';
 import { invalid, notFound, ToolError } from '../errors';

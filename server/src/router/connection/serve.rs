@@ -134,7 +134,8 @@ impl Connection {
             return Ok(());
         }
         match Frame::parse(text) {
-            // Non-JSON and undecodable frames are dropped without a reply (§1.1).
+            // Non-JSON and undecodable frames are dropped without a reply (docs/protocol.md,
+            // "Frames").
             Err(e) => {
                 telemetry::frame_dropped("undecodable");
                 debug!(reason = e.code(), "undecodable frame dropped");
@@ -176,8 +177,8 @@ impl Connection {
         Ok(())
     }
 
-    /// `session.window_closed` and `session.user_interrupt` (contract §6.3), for
-    /// sessions of this device only; others are ignored.
+    /// `session.window_closed` and `session.user_interrupt` (docs/protocol.md, "Events from the
+    /// extension"), for sessions of this device only; others are ignored.
     fn on_session_event(&self, event: &str, payload: &serde_json::Value) {
         let Some(session_id) = payload.get("session_id").and_then(|v| v.as_str()) else {
             return;

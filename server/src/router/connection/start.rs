@@ -1,6 +1,6 @@
-//! A device connection's start: the grant re-checked after the upgrade, the
-//! handshake read and judged (contract §3), and everything the answer implies put
-//! in place before it is written.
+//! A device connection's start: the grant re-checked after the upgrade, the handshake read and
+//! judged (docs/protocol.md, "Handshake"), and everything the answer implies put in place before it
+//! is written.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -25,12 +25,12 @@ impl Connection {
         if let Some(code) = self.pending_close() {
             return Err(End::close(code, "closed before start"));
         }
-        // Re-check the grant after the upgrade (contract §2.4). Every revocation on
-        // this node is signalled through the registry, where this device is now
-        // registered: if none was signalled since the device was authenticated,
-        // the record read then is the grant, and a store read per reconnect is
-        // saved. One signalled since sends us to the store. (A revocation on
-        // another node reaches this socket like any other: by the grant sweep.)
+        // Re-check the grant after the upgrade (docs/protocol.md, "The upgrade"). Every revocation
+        // on this node is signalled through the registry, where this device is now registered: if
+        // none was signalled since the device was authenticated, the record read then is the
+        // grant, and a store read per reconnect is saved. One signalled since sends us to the
+        // store. (A revocation on another node reaches this socket like any other: by the grant
+        // sweep.)
         if self.state.registry.grant_changes() == self.grant_changes {
             if !self.device.is_live(self.state.clock.now_ms()) {
                 return Err(End::close(
@@ -54,11 +54,11 @@ impl Connection {
         };
         let (id, params) = handshake?;
         let result = handshake::result();
-        // Everything the device's answer implies is in place before the answer: it
-        // is routable, and its browser and the connect are recorded. Calls routed
-        // now wait in the outbox, which is written only after the handshake result.
-        // A new socket is a new extension control plane: sessions bound to this
-        // device from an older socket are gone (contract §3.3).
+        // Everything the device's answer implies is in place before the answer: it is
+        // routable, and its browser and the connect are recorded. Calls routed now wait
+        // in the outbox, which is written only after the handshake result. A new socket
+        // is a new extension control plane: sessions bound to this device from an older
+        // socket are gone (docs/protocol.md, "Handshake").
         self.state
             .sessions
             .purge_device(&self.device.id, "browser reconnected");

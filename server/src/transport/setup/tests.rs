@@ -21,12 +21,16 @@ async fn an_address_holds_its_share_and_pushes_out_only_its_own() {
     a1.progress.wait_began();
     let a2 = slots.admit(A, None).await;
     a2.progress.wait_began();
-    assert!(
-        slots.try_admit(A, None).is_err(),
+    assert_eq!(
+        slots
+            .try_admit(A, || None)
+            .map(|_| ())
+            .map_err(|r| r.everyone),
+        Err(false),
         "the share is full and nothing of A's is silent long enough yet"
     );
     let b1 = slots
-        .try_admit(B, None)
+        .try_admit(B, || None)
         .expect("another address gets in at once");
     b1.progress.wait_began();
     assert_eq!((slots.taken_by(A), slots.taken_by(B)), (2, 1));
