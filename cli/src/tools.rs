@@ -4,8 +4,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use latchkey_protocol::effect::{DEFAULT_CALL_TIMEOUT_MS, REQUEST_HELP_TIMEOUT_MS};
-
 use base64::Engine;
 use latchkey_protocol::agent::{
     BrowserList, CallRequest, CallResult, SessionList, SessionView, StartSessionRequest,
@@ -349,16 +347,11 @@ pub async fn tool(
 }
 
 /// How long to wait for the answer to a tool call: the gateway's deadline for it
-/// (`--timeout-ms`, else the call's own `timeout_ms`, else 30 s, or 5 minutes for
-/// `request_help`), plus a margin for the gateway's own answer.
+/// (the protocol's one rule, [`latchkey_protocol::tools::deadline_ms`]), plus a
+/// margin for the gateway's own answer.
 fn http_limit(method: &str, params: &Map<String, Value>, timeout_ms: Option<u64>) -> Duration {
     let own = params.get("timeout_ms").and_then(Value::as_u64);
-    let default = if method == "tool.request_help" {
-        REQUEST_HELP_TIMEOUT_MS
-    } else {
-        DEFAULT_CALL_TIMEOUT_MS
-    };
-    let deadline = timeout_ms.or(own).unwrap_or(default);
+    let deadline = latchkey_protocol::tools::deadline_ms(method, timeout_ms, own);
     Duration::from_millis(deadline.saturating_add(HTTP_MARGIN_MS))
 }
 
@@ -408,9 +401,9 @@ mod tests {
         let none = Map::new();
         let secs = |d: Duration| d.as_secs();
         assert_eq!(secs(http_limit("tool.click", &none, None)), 45);
-        assert_eq!(secs(http_limit("tool.request_help", &none, None)), 315);
+        assert_eq!(secs(http_limit("tool.request_help", &none, None)), 320);
         let own = obj(&[("timeout_ms", Some(json!(120_000)))]);
-        assert_eq!(secs(http_limit("tool.request_help", &own, None)), 135);
+        assert_eq!(secs(http_limit("tool.request_help", &own, None)), 140);
         assert_eq!(secs(http_limit("tool.click", &own, Some(600_000))), 615);
     }
 }

@@ -1,5 +1,6 @@
 //! Effect classes of extension methods (docs/protocol.md, "Events from the extension") and the
-//! gateway's deadlines per method. The `user_aborted` gate consumes its marker on the next
+//! gateway's limits that are not a tool's own (those are in the catalogue,
+//! [`crate::tools::catalogue`]). The `user_aborted` gate consumes its marker on the next
 //! gated call.
 
 /// What a method does to the user's browser.
@@ -22,44 +23,27 @@ impl Effect {
     }
 }
 
-/// The effect of `method`. Unknown methods count as mutations: an interrupt the user
-/// pressed must never be bypassed by a method the gateway does not know.
+/// The effect of `method`: a tool's from the catalogue ([`crate::tools::TOOLS`]),
+/// the control plane for the session and connection methods. Unknown methods count
+/// as mutations: an interrupt the user pressed must never be bypassed by a method
+/// the gateway does not know.
 pub fn effect(method: &str) -> Effect {
+    if let Some(tool) = crate::tools::tool_named(method) {
+        return tool.effect;
+    }
     match method {
-        "tool.hover" | "tool.observe" => Effect::TransientInput,
-        "tool.tab_list"
-        | "tool.snapshot"
-        | "tool.get_html"
-        | "tool.screenshot"
-        | "tool.console"
-        | "tool.network"
-        | "tool.wait_for_navigation"
-        | "tool.wait_ms"
-        | "tool.request_help"
-        | "tool.record_stop"
-        | "tool.record_await" => Effect::PassiveRead,
-        "tool.session_start" | "tool.session_stop" | "session.start" | "session.stop"
-        | "session.stop_all" | "session.list" | "system.handshake" | "system.ping"
-        | "system.status" | "browser.list" | "cancel" => Effect::ControlPlane,
+        "session.start" | "session.stop" | "session.stop_all" | "session.list"
+        | "system.handshake" | "system.ping" | "system.status" | "browser.list" | "cancel" => {
+            Effect::ControlPlane
+        }
         _ => Effect::BrowserMutation,
     }
 }
-
-/// Methods the gateway answers itself; never sent to the extension.
-pub const GATEWAY_LOCAL_METHODS: &[&str] = &["tool.wait_ms"];
-
-/// The method that may run while another call of the session is in flight
-/// (it ends a blocking `tool.record_await`).
-pub const BUSY_EXEMPT_METHOD: &str = "tool.record_stop";
 
 /// Session lifecycle methods: only the gateway sends them, through the session API.
 pub const SESSION_START: &str = "tool.session_start";
 pub const SESSION_STOP: &str = "tool.session_stop";
 
-/// Default deadline of a tool call without `timeout_ms` (docs/protocol.md, "Sessions").
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
-/// `tool.request_help` waits for a person: its own default (docs/protocol.md, "Tools").
-pub const REQUEST_HELP_TIMEOUT_MS: u64 = 300_000;
 /// The longest `timeout_ms` an agent may ask for (docs/protocol.md, "Limits": 10 min).
 pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
 /// `tool.session_start` reply wait (docs/protocol.md, "Limits").

@@ -6,47 +6,19 @@
 //! for the whole deadline). Methods this table does not know pass through unchanged,
 //! as the protocol lets newer extensions add methods.
 
+pub mod catalogue;
 pub mod params;
 pub mod values;
 
 use serde_json::{Map, Value};
 
+pub use catalogue::{TOOLS, Tool, deadline_ms, tool_named};
 pub use params::ParamError;
 
 /// Check `params` (without the gateway's `session_id`) against what the protocol
 /// defines for `method`. Unknown methods are not judged.
 pub fn validate(method: &str, params: &Map<String, Value>) -> Result<(), ParamError> {
-    use params::*;
-    match method {
-        "tool.tab_list" => check::<TabList>(params),
-        "tool.tab_create" => check::<TabCreate>(params),
-        "tool.tab_close" | "tool.tab_select" | "tool.tab_return" => check::<TabRequired>(params),
-        "tool.tab_borrow" => check::<TabBorrow>(params),
-        "tool.window_resize" => check::<WindowResize>(params),
-        "tool.emulate" => check::<Emulate>(params),
-        "tool.navigate" => check::<Navigate>(params),
-        "tool.navigate_back" | "tool.navigate_forward" | "tool.wait_for_navigation" => {
-            check::<History>(params)
-        }
-        "tool.reload" => check::<Reload>(params),
-        "tool.wait_ms" => check::<WaitMs>(params),
-        "tool.click" => check::<Click>(params),
-        "tool.hover" => check::<Hover>(params),
-        "tool.fill" => check::<Fill>(params),
-        "tool.press" => check::<Press>(params),
-        "tool.select" => check::<Select>(params),
-        "tool.snapshot" => check::<Snapshot>(params),
-        "tool.observe" => check::<Observe>(params),
-        "tool.get_html" => check::<GetHtml>(params),
-        "tool.screenshot" => check::<Screenshot>(params),
-        "tool.console" | "tool.network" => check::<LogRead>(params),
-        "tool.evaluate" => check::<Evaluate>(params),
-        "tool.request_help" => check::<RequestHelp>(params),
-        "tool.record_start" => check::<RecordStart>(params),
-        "tool.record_stop" => check::<Nothing>(params),
-        "tool.record_await" => check::<RecordAwait>(params),
-        _ => Ok(()),
-    }
+    tool_named(method).map_or(Ok(()), |t| t.validate(params))
 }
 
 #[cfg(test)]

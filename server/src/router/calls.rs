@@ -6,10 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use latchkey_protocol::effect::{
-    CANCEL_GRACE_MS, DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS,
-    REQUEST_HELP_TIMEOUT_MS,
-};
+use latchkey_protocol::effect::{CANCEL_GRACE_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS};
 use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame, text};
 
 use serde_json::{Map, Value, json};
@@ -70,15 +67,8 @@ pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
             invalid_field("timeout_ms", "timeout_ms must be a positive integer")
         })?)?),
     };
-    let request_help = call.method == "tool.request_help";
-    let ms = match (call.timeout_ms, from_params) {
-        (Some(ms), _) => check(ms)?,
-        // The extension times out on its own; wait a little longer for its answer.
-        (None, Some(ms)) if request_help => ms.saturating_add(5_000),
-        (None, Some(ms)) => ms,
-        (None, None) if request_help => REQUEST_HELP_TIMEOUT_MS + 5_000,
-        (None, None) => DEFAULT_CALL_TIMEOUT_MS,
-    };
+    let call_timeout = call.timeout_ms.map(check).transpose()?;
+    let ms = latchkey_protocol::tools::deadline_ms(&call.method, call_timeout, from_params);
     Ok(Duration::from_millis(ms))
 }
 
@@ -338,7 +328,7 @@ async fn run_call(
     // anything reaches the browser (docs/protocol.md, "Tools").
     latchkey_protocol::tools::validate(&call.method, &call.params)
         .map_err(|e| invalid_field(&e.field, e.message))?;
-    if call.method == "tool.wait_ms" {
+    if latchkey_protocol::tools::tool_named(&call.method).is_some_and(|t| t.gateway_local) {
         return wait_ms(&call.params, session).await;
     }
     let busy = session.begin(&call.method, state.clock.now_ms())?;

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use latchkey_protocol::agent::{SessionEvent, SessionView};
-use latchkey_protocol::effect::{self, BUSY_EXEMPT_METHOD};
+use latchkey_protocol::effect;
+use latchkey_protocol::tools::tool_named;
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ impl Session {
         if s.stopping {
             return Err(ErrorBody::new(ErrorCode::Timeout, "session is stopping"));
         }
-        let exempt = method == BUSY_EXEMPT_METHOD;
+        let exempt = tool_named(method).is_some_and(|t| t.busy_exempt);
         if s.busy && !exempt {
             return Err(ErrorBody::with_reason(
                 ErrorCode::Timeout,

@@ -176,50 +176,10 @@ fn describe() {
     );
 }
 
-/// The methods of the protocol's catalogue (docs/protocol.md, "Tools"); anything else
-/// is labelled `other`.
-const KNOWN_METHODS: &[&str] = &[
-    "tool.session_start",
-    "tool.session_stop",
-    "tool.tab_list",
-    "tool.tab_create",
-    "tool.tab_close",
-    "tool.tab_select",
-    "tool.tab_borrow",
-    "tool.tab_return",
-    "tool.window_resize",
-    "tool.emulate",
-    "tool.navigate",
-    "tool.navigate_back",
-    "tool.navigate_forward",
-    "tool.reload",
-    "tool.wait_for_navigation",
-    "tool.wait_ms",
-    "tool.click",
-    "tool.hover",
-    "tool.fill",
-    "tool.press",
-    "tool.select",
-    "tool.snapshot",
-    "tool.observe",
-    "tool.get_html",
-    "tool.screenshot",
-    "tool.console",
-    "tool.network",
-    "tool.evaluate",
-    "tool.request_help",
-    "tool.record_start",
-    "tool.record_stop",
-    "tool.record_await",
-];
-
-/// A bounded label for `method`.
+/// A bounded label for `method`: a method of the tool catalogue by its name,
+/// anything else `other`.
 pub fn method_label(method: &str) -> &'static str {
-    KNOWN_METHODS
-        .iter()
-        .copied()
-        .find(|m| *m == method)
-        .unwrap_or("other")
+    latchkey_protocol::tools::tool_named(method).map_or("other", |t| t.method)
 }
 
 /// Record one finished agent call. `tenant` is given only when the operator turned
