@@ -90,8 +90,10 @@ async fn start_nginx(binary: &Path, certs: &TestCerts, upstream: &str, port: u16
         render_site(port, upstream, dir.path()),
     )
     .expect("site");
+    // One process (`master_process off`): dropping the child kills all of nginx. With a
+    // master, the kill on drop reached only the master and left its worker running.
     let main = format!(
-        "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+        "daemon off;\nmaster_process off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
          events {{ worker_connections 256; }}\nhttp {{\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
          fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
          include {d}/latchkey.conf;\n}}\n"
