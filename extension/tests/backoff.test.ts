@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BACKOFF_CAP_MS, BACKOFF_FLOOR_MS, backoffDelay } from '../src/lib/backoff';
+import { AFTER_CLOSE } from '@protocol/constants';
 import { decideOnClose } from '../src/lib/close';
 
 describe('backoffDelay', () => {
@@ -36,7 +37,17 @@ describe('decideOnClose', () => {
     [1006, { kind: 'reconnect' }],
     [4005, { kind: 'reconnect' }],
     [4004, { kind: 'reconnect' }],
+    [1008, { kind: 'reconnect' }],
+    [1013, { kind: 'reconnect' }],
   ])('close %i', (code, decision) => {
     expect(decideOnClose(code)).toEqual(decision);
+  });
+
+  it('follows the generated table for every close code the gateway sends', () => {
+    for (const [code, after] of Object.entries(AFTER_CLOSE)) {
+      const decision = decideOnClose(Number(code));
+      const kind = { reconnect: 'reconnect', drop_token: 'reconnect', pair_again: 'stop', yield: 'replaced' }[after];
+      expect(decision.kind, `close ${code}`).toBe(kind);
+    }
   });
 });

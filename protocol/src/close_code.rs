@@ -108,17 +108,76 @@ impl CloseCode {
         }
     }
 
-    /// Whether an extension receiving this code should reconnect on its own.
-    pub const fn should_reconnect(self) -> bool {
-        matches!(
-            self,
-            CloseCode::GoingAway
-                | CloseCode::InternalError
-                | CloseCode::TryAgainLater
-                | CloseCode::IdleTimeout
-                | CloseCode::Normal
-        )
+    /// What the peer should do after this close: the one reconnect rule, which the
+    /// extension reads from the generated `AFTER_CLOSE` table.
+    pub const fn after_close(self) -> AfterClose {
+        match self {
+            CloseCode::Revoked | CloseCode::Expired => AfterClose::PairAgain,
+            CloseCode::Replaced => AfterClose::Yield,
+            CloseCode::TokenRevoked | CloseCode::TokenExpired => AfterClose::DropToken,
+            // A protocol fault is a bug on one side; the backoff keeps a faulty
+            // peer from hammering while a fixed build or a restart is awaited.
+            // An unconfirmed credential (4004) is tried again: if the grant is
+            // gone, the upgrade then refuses it with 401.
+            CloseCode::Normal
+            | CloseCode::GoingAway
+            | CloseCode::ProtocolError
+            | CloseCode::InvalidPayload
+            | CloseCode::PolicyViolation
+            | CloseCode::MessageTooBig
+            | CloseCode::InternalError
+            | CloseCode::TryAgainLater
+            | CloseCode::Unauthorized
+            | CloseCode::IdleTimeout => AfterClose::Reconnect,
+        }
     }
+}
+
+/// What a peer does after the gateway closed its socket with a code
+/// (docs/error-codes.md, "WebSocket close codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterClose {
+    /// Reconnect with backoff (1, 2, 4 s, then capped at 5 s, with jitter).
+    Reconnect,
+    /// Stop and ask the person to pair again: the grant is revoked or expired.
+    PairAgain,
+    /// A newer connection of the same device took over: do not fight it.
+    Yield,
+    /// Agent sockets: the API token is dead; do not reconnect with it.
+    DropToken,
+}
+
+impl AfterClose {
+    /// The name in generated tables.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AfterClose::Reconnect => "reconnect",
+            AfterClose::PairAgain => "pair_again",
+            AfterClose::Yield => "yield",
+            AfterClose::DropToken => "drop_token",
+        }
+    }
+}
+
+/// The close-code table of docs/error-codes.md, generated so it cannot drift.
+pub fn markdown_table() -> String {
+    let mut out =
+        String::from("| code | reason sent | after it, the peer should |\n| --- | --- | --- |\n");
+    for code in CloseCode::ALL {
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            code.code(),
+            code.reason(),
+            match code.after_close() {
+                AfterClose::Reconnect => "reconnect with backoff",
+                AfterClose::PairAgain => "stop; ask the person to pair again",
+                AfterClose::Yield => "stop; a newer connection of this device took over",
+                AfterClose::DropToken => "not reconnect with that token (agent sockets)",
+            }
+        ));
+    }
+    out
 }
 
 impl From<CloseCode> for u16 {

@@ -25,6 +25,7 @@ fn export_all(dir: &Path) {
         latchkey_protocol::ErrorBody,
         latchkey_protocol::error_code::ApiErrorBody,
         CloseCode,
+        latchkey_protocol::close_code::AfterClose,
         handshake::HandshakeParams,
         handshake::HandshakeResult,
         handshake::BrowserInfo,

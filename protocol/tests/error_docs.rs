@@ -6,16 +6,29 @@
 
 use std::path::PathBuf;
 
-const BEGIN: &str = "<!-- BEGIN GENERATED: error table -->\n";
 const END: &str = "<!-- END GENERATED -->";
 
 #[test]
 fn error_code_docs_match_the_table() {
+    check(
+        "<!-- BEGIN GENERATED: error table -->\n",
+        latchkey_protocol::error_code::markdown_table(),
+    );
+}
+
+#[test]
+fn close_code_docs_match_the_table() {
+    check(
+        "<!-- BEGIN GENERATED: close table -->\n",
+        latchkey_protocol::close_code::markdown_table(),
+    );
+}
+
+fn check(begin: &str, table: String) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/error-codes.md");
     let doc = std::fs::read_to_string(&path).expect("docs/error-codes.md");
-    let start = doc.find(BEGIN).expect("begin marker") + BEGIN.len();
-    let end = doc.find(END).expect("end marker");
-    let table = latchkey_protocol::error_code::markdown_table();
+    let start = doc.find(begin).expect("begin marker") + begin.len();
+    let end = start + doc[start..].find(END).expect("end marker");
     if std::env::var_os("LATCHKEY_BLESS").is_some() {
         let updated = format!("{}{}{}", &doc[..start], table, &doc[end..]);
         std::fs::write(&path, updated).expect("write");

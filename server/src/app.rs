@@ -17,8 +17,9 @@ use crate::api_error::ApiError;
 use crate::audit::Audit;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::devices::DeviceRegistry;
 use crate::limits::rate::PeerRateLimiter;
-use crate::router::{DeviceRegistry, SessionTable};
+use crate::sessions::SessionTable;
 use crate::store::Store;
 
 /// Peers tracked by each keyed rate limiter before new peers share an overflow bucket.

@@ -14,10 +14,11 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod devices;
 pub mod extension;
 pub mod failpoint;
 pub mod limits;
-pub mod router;
+pub mod sessions;
 pub mod store;
 pub mod telemetry;
 pub mod transport;
@@ -35,8 +36,8 @@ use crate::audit::Audit;
 use crate::auth::bootstrap::{self, BootstrapError, NewTenant};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
+use crate::devices::DeviceRegistry;
 use crate::limits::rate::PeerRateLimiter;
-use crate::router::DeviceRegistry;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use crate::transport::tls::TlsError;
 
@@ -231,7 +232,7 @@ pub async fn bind_with_routes(
         config: Arc::new(config),
         clock,
         registry: DeviceRegistry::default(),
-        sessions: router::SessionTable::default(),
+        sessions: sessions::SessionTable::default(),
         tokens: auth::token_watch::TokenWatch::default(),
         agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
         public_base: Arc::from(base.as_str()),
@@ -253,8 +254,8 @@ pub async fn bind_with_routes(
     let limits = &state.config.limits;
     state
         .tasks
-        .spawn(router::grant_sweep::grant_sweeper(state.clone()));
-    state.tasks.spawn(router::lifecycle::idle_reaper(
+        .spawn(devices::grant_sweep::grant_sweeper(state.clone()));
+    state.tasks.spawn(sessions::start_stop::idle_reaper(
         state.clone(),
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use latchkey_protocol::CloseCode;
 use latchkey_server::auth::bootstrap::create_tenant;
-use latchkey_server::router::grant_sweep::{SweepOutcome, sweep};
+use latchkey_server::devices::grant_sweep::{SweepOutcome, sweep};
 use latchkey_server::store::GRANT_BATCH;
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::{Backend, TestServer, backend_tests, wait_until};

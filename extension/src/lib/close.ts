@@ -1,6 +1,8 @@
-// What to do when the gateway closes the socket, by close code.
+// What to do when the gateway closes the socket, by close code. The rule itself is
+// the generated AFTER_CLOSE table (docs/error-codes.md, "WebSocket close codes");
+// this only turns it into the extension's states.
 
-import { CloseCodes } from '@protocol/constants';
+import { AFTER_CLOSE, CloseCodes } from '@protocol/constants';
 
 export type CloseDecision =
   | { kind: 'reconnect' }
@@ -10,14 +12,14 @@ export type CloseDecision =
   | { kind: 'replaced' };
 
 export function decideOnClose(code: number): CloseDecision {
-  switch (code) {
-    case CloseCodes.Revoked:
-      return { kind: 'stop', state: 'revoked' };
-    case CloseCodes.Expired:
-      return { kind: 'stop', state: 'expired' };
-    case CloseCodes.Replaced:
+  switch (AFTER_CLOSE[code] ?? 'reconnect') {
+    case 'pair_again':
+      return { kind: 'stop', state: code === CloseCodes.Expired ? 'expired' : 'revoked' };
+    case 'yield':
       return { kind: 'replaced' };
-    default:
+    // 'drop_token' is for agent sockets; a device never receives it.
+    case 'drop_token':
+    case 'reconnect':
       return { kind: 'reconnect' };
   }
 }

@@ -15,17 +15,16 @@ use crate::app::AppState;
 use crate::audit::{self, Event, action};
 use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
+use crate::devices::grant::Verdict;
 use crate::store::{DeviceRecord, Forget};
 
 fn view(state: &AppState, d: DeviceRecord) -> DeviceView {
     let now = state.clock.now_ms();
     let live = state.registry.status(&d.id);
-    let status = if d.revoked_at.is_some() {
-        DeviceStatus::Revoked
-    } else if d.expires_at <= now {
-        DeviceStatus::Expired
-    } else {
-        DeviceStatus::Active
+    let status = match Verdict::of(Some(&d), now) {
+        Verdict::Revoked => DeviceStatus::Revoked,
+        Verdict::Expired => DeviceStatus::Expired,
+        Verdict::Live | Verdict::Unconfirmed => DeviceStatus::Active,
     };
     let last_seen = match (live, d.last_seen_at) {
         (Some((_, live_ms)), Some(stored)) => Some(live_ms.max(stored)),

@@ -16,9 +16,9 @@ use tracing::{Instrument, info_span};
 
 use crate::app::AppState;
 use crate::auth::principal::Principal;
-use crate::router::calls::{self, ToolCall};
-use crate::router::lifecycle;
-use crate::router::link::RawResult;
+use crate::devices::link::RawResult;
+use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::start_stop;
 use crate::telemetry::metrics as telemetry;
 
 /// One request being answered: the agent's id and the answer.
@@ -235,7 +235,7 @@ async fn handle(
         "session.list" => Ok(to_value(&super::sessions::owned_sessions(state, p))),
         "session.start" => {
             let req: StartSessionRequest = params_of(request.params)?;
-            let session = lifecycle::start(state, p, req).await?;
+            let session = start_stop::start(state, p, req).await?;
             // Push this session's events on this socket.
             let mut session_events = session.subscribe();
             let (frames, ended) = (events.frames.clone(), events.ended.clone());
@@ -260,7 +260,7 @@ async fn handle(
             let r: SessionRef = params_of(request.params)?;
             let session = state.sessions.owned(p, &r.session_id)?;
             Ok(to_value(
-                &lifecycle::stop(state, &session, "stopped").await?,
+                &start_stop::stop(state, &session, "stopped").await?,
             ))
         }
         m if m.starts_with("tool.") => {
@@ -288,5 +288,5 @@ async fn handle(
 
 /// A result body as the JSON of a success frame.
 fn to_value<T: serde::Serialize>(v: &T) -> RawResult {
-    crate::router::link::raw(v)
+    crate::devices::link::raw(v)
 }

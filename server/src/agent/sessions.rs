@@ -11,16 +11,16 @@ use latchkey_protocol::agent::{
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::auth::principal::{AdminPrincipal, AgentPrincipal, Principal};
-use crate::router::calls::{self, ToolCall};
-use crate::router::lifecycle;
-use crate::router::sessions::not_registered;
+use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::start_stop;
+use crate::sessions::table::not_registered;
 
 pub async fn start(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
     ApiJson(body): ApiJson<StartSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionView>), ApiError> {
-    let session = lifecycle::start(&state, &p, body).await?;
+    let session = start_stop::start(&state, &p, body).await?;
     Ok((StatusCode::CREATED, Json(session.view())))
 }
 
@@ -48,14 +48,14 @@ pub async fn stop(
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
     let session = state.sessions.owned(&p, &id)?;
-    Ok(Json(lifecycle::stop(&state, &session, "stopped").await?))
+    Ok(Json(start_stop::stop(&state, &session, "stopped").await?))
 }
 
 /// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it
 /// arrived as.
 #[derive(serde::Serialize)]
 pub struct RawCallResult {
-    pub result: crate::router::link::RawResult,
+    pub result: crate::devices::link::RawResult,
 }
 
 pub async fn call(
@@ -99,6 +99,6 @@ pub async fn admin_stop(
         .get_in_tenant(&p.tenant_id, &id)
         .ok_or_else(not_registered)?;
     Ok(Json(
-        lifecycle::stop(&state, &session, "stopped by admin").await?,
+        start_stop::stop(&state, &session, "stopped by admin").await?,
     ))
 }

@@ -25,7 +25,7 @@ use super::socket_slots::{SocketLimit, SocketSlot};
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::{AgentPrincipal, Principal};
-use crate::router::calls;
+use crate::sessions::calls;
 use crate::telemetry::metrics as telemetry;
 
 pub async fn upgrade(

@@ -28,8 +28,9 @@ use crate::app::AppState;
 use crate::audit::{self, Event, action};
 use crate::auth::bootstrap::DEFAULT_TENANT;
 use crate::auth::secret;
-use crate::router::connection::Accepted;
-use crate::router::handshake;
+use crate::devices::connection::Accepted;
+use crate::devices::grant::Verdict;
+use crate::devices::handshake;
 use crate::store::NewDevice;
 
 /// The label of a local device whose extension sends none.
@@ -121,9 +122,11 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
             return;
         }
     };
-    if device.revoked_at.is_some() {
-        refused_revoked(&state, &device.tenant_id, &device.id, peer).await;
-        close(&mut socket, CloseCode::Revoked).await;
+    // The store just extended this profile's grant: only a revocation refuses it.
+    let verdict = Verdict::of(Some(&device), state.clock.now_ms());
+    if let Some(code) = verdict.close_code() {
+        refused(&state, &device.tenant_id, &device.id, peer, verdict).await;
+        close(&mut socket, code).await;
         return;
     }
     let accepted = Box::new(Accepted {
@@ -134,7 +137,7 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
         grant_changes,
         first_frame: Some(first),
     });
-    crate::router::connection::run(socket, accepted).await;
+    crate::devices::connection::run(socket, accepted).await;
 }
 
 /// The first text message (Pings are answered by the WebSocket layer meanwhile);
@@ -209,7 +212,13 @@ async fn local_device(
 
 /// A revoked local device tried to connect: one audit row a minute at most, and
 /// nothing else written.
-async fn refused_revoked(state: &AppState, tenant_id: &str, device_id: &str, peer: IpAddr) {
+async fn refused(
+    state: &AppState,
+    tenant_id: &str,
+    device_id: &str,
+    peer: IpAddr,
+    verdict: Verdict,
+) {
     if !state
         .audit
         .due(&format!("refused:{device_id}"), REFUSAL_AUDIT_EVERY)
@@ -225,7 +234,8 @@ async fn refused_revoked(state: &AppState, tenant_id: &str, device_id: &str, pee
             target: audit::device_ref(device_id),
             outcome: "refused",
             detail: Some(format!(
-                "from {peer}: revoked (logged at most once a minute)"
+                "from {peer}: {} (logged at most once a minute)",
+                verdict.why()
             )),
         })
         .await;

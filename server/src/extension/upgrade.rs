@@ -104,7 +104,7 @@ pub async fn extension_socket(
         return super::local::upgrade(state, &headers, peer, ws).await;
     }
     // Noted before the store is read: the connection re-reads the grant only if a
-    // close was signalled since (router::connection::start).
+    // close was signalled since (devices::connection::start).
     let grant_changes = state.registry.grant_changes();
     // The upgrade is bounded like the rest of setup: a store that cannot answer in
     // time gets the client a 503 to retry, not a hanging request.
@@ -136,7 +136,7 @@ pub async fn extension_socket(
     ws.set_selected_protocol(echo);
     let tracker = state.tasks.clone();
     // One pointer waits in the upgrade task, not the connection's whole start.
-    let accepted = Box::new(crate::router::connection::Accepted {
+    let accepted = Box::new(crate::devices::connection::Accepted {
         guard_key: device.id.clone(),
         state,
         device,
@@ -145,7 +145,7 @@ pub async fn extension_socket(
         first_frame: None,
     });
     ws.on_upgrade(move |socket| {
-        tracker.track_future(crate::router::connection::run(socket, accepted))
+        tracker.track_future(crate::devices::connection::run(socket, accepted))
     })
     .into_response()
 }

@@ -47,9 +47,10 @@ pub struct DeviceGrant {
 }
 
 impl DeviceRecord {
-    /// Whether the grant lets the device authenticate at `now`.
+    /// Whether the grant lets the device authenticate at `now`
+    /// (the rule is [`crate::devices::grant::Verdict::of`]).
     pub fn is_live(&self, now: i64) -> bool {
-        self.revoked_at.is_none() && self.expires_at > now
+        crate::devices::grant::Verdict::of(Some(self), now) == crate::devices::grant::Verdict::Live
     }
 }
 

@@ -13,7 +13,7 @@ use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 use crate::config::LogFormat;
 
-/// Spans opened for every relayed call (`router::calls`, `agent::socket`).
+/// Spans opened for every relayed call (`sessions::calls`, `agent::socket`).
 const PER_CALL_SPANS: &[&str] = &["call", "agent_request"];
 
 /// The most verbose level any dependency may log at, whatever `LATCHKEY_LOG` says.
@@ -121,7 +121,7 @@ mod tests {
             assert!(!tracing::enabled!(target: "tungstenite::protocol", tracing::Level::TRACE));
             assert!(!tracing::enabled!(target: "hyper::proto::h1::io", tracing::Level::TRACE));
             assert!(tracing::enabled!(target: "tungstenite::protocol", tracing::Level::DEBUG));
-            assert!(tracing::enabled!(target: "latchkey_server::router", tracing::Level::TRACE));
+            assert!(tracing::enabled!(target: "latchkey_server::devices", tracing::Level::TRACE));
         });
     }
 

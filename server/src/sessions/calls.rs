@@ -12,10 +12,10 @@ use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame, text};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 
-use super::link::{DeviceLink, RawResult, Reply};
-use super::sessions::{Abort, BusyGuard, Session, not_registered};
 use crate::app::AppState;
 use crate::auth::secret;
+use crate::devices::link::{DeviceLink, RawResult, Reply};
+use crate::sessions::table::{Abort, BusyGuard, Session, not_registered};
 use crate::telemetry::metrics as telemetry;
 
 /// A call as an agent asked for it.
@@ -235,7 +235,7 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawRe
     let mut abort = session.abort_signal();
     abort.mark_unchanged();
     tokio::select! {
-        _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(super::link::raw(&json!({ "waited_ms": ms }))),
+        _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(crate::devices::link::raw(&json!({ "waited_ms": ms }))),
         _ = abort.changed() => match *abort.borrow() {
             Some(Abort::Token(end)) => Err(end.error()),
             _ => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),

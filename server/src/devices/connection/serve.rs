@@ -11,9 +11,10 @@ use tokio::time::{Instant, interval, sleep};
 use tracing::{debug, info, warn};
 
 use super::Connection;
-use crate::router::ending::{End, close_signal, read_failed};
-use crate::router::link::{DeviceLink, RawResult};
-use crate::router::sessions::{Abort, end_session};
+use crate::devices::ending::{End, close_signal, read_failed};
+use crate::devices::grant::Verdict;
+use crate::devices::link::{DeviceLink, RawResult};
+use crate::sessions::table::{Abort, end_session};
 use crate::telemetry::metrics as telemetry;
 
 impl Connection {
@@ -24,10 +25,9 @@ impl Connection {
         let mut clock_rx = self.state.clock.changed();
         let mut reaper = interval(Duration::from_millis(limits.reaper_interval_ms));
         reaper.reset();
-        // Grants are re-read by the node's sweep (router::grant_sweep), which closes
+        // Grants are re-read by the node's sweep (devices::grant_sweep), which closes
         // this socket through the registry; here only the expiry is timed.
         let mut heartbeat_seen = false;
-        let mut store_failing_since: Option<Instant> = None;
         let shutdown = self.state.closing.clone();
         let Some(link) = self.link.take() else {
             return End::close(CloseCode::InternalError, "no link after handshake");
@@ -95,11 +95,8 @@ impl Connection {
                 }
                 _ = &mut expiry => {
                     // The grant may have been renewed since we last read it.
-                    if let Some(end) = Box::pin(self.recheck_grant(&mut store_failing_since, &limits)).await {
+                    if let Some(end) = Box::pin(self.recheck_grant()).await {
                         break end;
-                    }
-                    if self.device.expires_at <= self.state.clock.now_ms() {
-                        break End::close(CloseCode::Expired, "grant expired");
                     }
                     expiry.as_mut().reset(Instant::now() + self.state.clock.until(self.device.expires_at));
                 }
@@ -164,7 +161,7 @@ impl Connection {
                 .await?;
             }
             Ok(Frame::Success(r)) => {
-                if !link.complete(&r.id, Ok(crate::router::link::raw(&r.result))) {
+                if !link.complete(&r.id, Ok(crate::devices::link::raw(&r.result))) {
                     telemetry::frame_dropped("unknown_id");
                 }
             }
@@ -211,44 +208,32 @@ impl Connection {
         info!(session = %session.id, event, "session event");
     }
 
-    /// Re-read the grant. Revoked or expired closes; an unreadable store closes only
-    /// after `store_failure_grace_ms` of consecutive failures (fail closed).
-    async fn recheck_grant(
-        &mut self,
-        failing_since: &mut Option<Instant>,
-        limits: &crate::config::Limits,
-    ) -> Option<End> {
-        match self
+    /// Re-read the grant when the expiry timer fires (it may have been renewed since
+    /// it was read). Revoked or expired closes. A store that cannot answer leaves
+    /// the grant as last read, which is past its expiry now: it closes too (no
+    /// grace outlives a known expiry; the sweep's grace covers grants still good).
+    async fn recheck_grant(&mut self) -> Option<End> {
+        let read = self
             .state
             .store
             .device(&self.device.tenant_id, &self.device.id)
-            .await
-        {
-            Ok(Some(d)) => {
-                *failing_since = None;
-                let now = self.state.clock.now_ms();
-                if d.revoked_at.is_some() {
-                    return Some(End::close(CloseCode::Revoked, "revoked"));
+            .await;
+        let now = self.state.clock.now_ms();
+        let verdict = match read {
+            Ok(record) => {
+                let verdict = Verdict::of(record.as_ref(), now);
+                if let (Verdict::Live, Some(record)) = (verdict, record) {
+                    self.device = record;
                 }
-                if d.expires_at <= now {
-                    return Some(End::close(CloseCode::Expired, "grant expired"));
-                }
-                self.device = d;
-                None
+                verdict
             }
-            Ok(None) => Some(End::close(CloseCode::Revoked, "device gone")),
             Err(e) => {
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                warn!(error = %e, "grant re-check failed");
-                if since.elapsed() >= Duration::from_millis(limits.store_failure_grace_ms) {
-                    Some(End::close(
-                        CloseCode::Unauthorized,
-                        "store unreadable: failing closed",
-                    ))
-                } else {
-                    None
-                }
+                warn!(error = %e, "grant re-check failed at expiry");
+                Verdict::of(Some(&self.device), now)
             }
-        }
+        };
+        verdict
+            .close_code()
+            .map(|code| End::close(code, verdict.why()))
     }
 }

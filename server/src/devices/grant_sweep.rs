@@ -14,11 +14,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use latchkey_protocol::CloseCode;
 use tokio::time::{Instant, MissedTickBehavior, interval};
 use tracing::{debug, warn};
 
 use crate::app::AppState;
+use crate::devices::grant::{FailClosed, Verdict};
+use crate::store::DeviceGrant;
 
 /// What one sweep found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -35,8 +36,8 @@ pub async fn grant_sweeper(state: AppState) {
     let mut tick = interval(Duration::from_millis(limits.grant_recheck_ms.max(1)));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     tick.reset();
-    let grace = Duration::from_millis(limits.store_failure_grace_ms);
-    let mut failing_since: Option<Instant> = None;
+    let mut fail_closed =
+        FailClosed::with_grace(Duration::from_millis(limits.store_failure_grace_ms));
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -44,16 +45,17 @@ pub async fn grant_sweeper(state: AppState) {
         }
         let outcome = sweep(&state).await;
         if outcome.failed_tenants == 0 {
-            failing_since = None;
+            fail_closed.confirmed();
             continue;
         }
-        let since = *failing_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= grace {
+        if let Some(verdict) = fail_closed.failed(Instant::now())
+            && let Some(code) = verdict.close_code()
+        {
             warn!(
                 grace_ms = limits.store_failure_grace_ms,
                 "store unreadable: failing closed, closing every device socket"
             );
-            state.registry.close_all(CloseCode::Unauthorized);
+            state.registry.close_all(code);
         }
     }
 }
@@ -72,16 +74,13 @@ pub async fn sweep(state: &AppState) -> SweepOutcome {
             }
         };
         let now = state.clock.now_ms();
-        let by_id: HashMap<&str, (i64, bool)> = grants
-            .iter()
-            .map(|g| (g.id.as_str(), (g.expires_at, g.revoked_at.is_some())))
-            .collect();
+        let by_id: HashMap<&str, &DeviceGrant> =
+            grants.iter().map(|g| (g.id.as_str(), g)).collect();
         for (device_id, generation) in &online {
             outcome.checked += 1;
-            let code = match by_id.get(device_id.as_str()) {
-                None | Some((_, true)) => CloseCode::Revoked,
-                Some((expires_at, false)) if *expires_at <= now => CloseCode::Expired,
-                Some(_) => continue,
+            let Some(code) = Verdict::of(by_id.get(device_id.as_str()).copied(), now).close_code()
+            else {
+                continue;
             };
             if state
                 .registry

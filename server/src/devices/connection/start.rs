@@ -13,10 +13,11 @@ use tracing::{info, info_span, warn};
 
 use super::Connection;
 use crate::audit::{self, Event, Priority, action};
-use crate::router::ending::{End, close_signal, read_failed};
-use crate::router::handshake;
-use crate::router::link::DeviceLink;
-use crate::router::registry::AttachError;
+use crate::devices::ending::{End, close_signal, read_failed};
+use crate::devices::grant::{FailClosed, Verdict};
+use crate::devices::handshake;
+use crate::devices::link::DeviceLink;
+use crate::devices::registry::AttachError;
 use crate::telemetry::metrics as telemetry;
 
 impl Connection {
@@ -32,11 +33,9 @@ impl Connection {
         // store. (A revocation on another node reaches this socket like any other: by the grant
         // sweep.)
         if self.state.registry.grant_changes() == self.grant_changes {
-            if !self.device.is_live(self.state.clock.now_ms()) {
-                return Err(End::close(
-                    CloseCode::Unauthorized,
-                    "grant expired after upgrade",
-                ));
+            let verdict = Verdict::of(Some(&self.device), self.state.clock.now_ms());
+            if let Some(code) = verdict.close_code() {
+                return Err(End::close(code, verdict.why()));
             }
         } else {
             self.recheck_after_upgrade().await?;
@@ -126,29 +125,32 @@ impl Connection {
     }
 
     /// Read the grant again: gone, revoked or expired refuses the device, and so
-    /// does a store that cannot answer (fail closed).
+    /// does a store that cannot answer: this grant has not been confirmed since a
+    /// revocation was signalled, so it gets no grace (devices::grant::FailClosed).
     async fn recheck_after_upgrade(&mut self) -> Result<(), End> {
-        match self
+        let read = self
             .state
             .store
             .device(&self.device.tenant_id, &self.device.id)
-            .await
-        {
-            Ok(Some(d)) if d.is_live(self.state.clock.now_ms()) => {
-                self.device = d;
-                Ok(())
+            .await;
+        let verdict = match read {
+            Ok(record) => {
+                let verdict = Verdict::of(record.as_ref(), self.state.clock.now_ms());
+                if let (Verdict::Live, Some(record)) = (verdict, record) {
+                    self.device = record;
+                }
+                verdict
             }
-            Ok(_) => Err(End::close(
-                CloseCode::Unauthorized,
-                "grant gone after upgrade",
-            )),
             Err(e) => {
                 warn!(error = %e, "grant re-check failed after upgrade");
-                Err(End::close(
-                    CloseCode::Unauthorized,
-                    "store unavailable at upgrade",
-                ))
+                FailClosed::unconfirmed()
+                    .failed(tokio::time::Instant::now())
+                    .unwrap_or(Verdict::Unconfirmed)
             }
+        };
+        match verdict.close_code() {
+            None => Ok(()),
+            Some(code) => Err(End::close(code, verdict.why())),
         }
     }
 

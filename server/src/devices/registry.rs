@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use latchkey_protocol::CloseCode;
 use tokio::sync::watch;
 
-use super::link::{DeviceLink, reason_for_close};
+use crate::devices::link::{DeviceLink, reason_for_close};
 
 /// State a connection shares with readers such as the admin device list.
 #[derive(Debug, Default)]

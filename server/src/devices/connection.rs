@@ -23,9 +23,9 @@ use tracing::{Instrument, info, info_span};
 
 use crate::app::AppState;
 use crate::audit::{self, Event, Priority, action};
-use crate::router::ending::End;
-use crate::router::link::{DeviceLink, reason_for_close};
-use crate::router::registry::Registration;
+use crate::devices::ending::End;
+use crate::devices::link::{DeviceLink, reason_for_close};
+use crate::devices::registry::Registration;
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
 
@@ -37,11 +37,11 @@ pub struct Accepted {
     pub device: DeviceRecord,
     /// The client address (through trusted proxies), for the audit trail.
     pub peer: IpAddr,
-    /// [`DeviceRegistry::grant_changes`](crate::router::registry::DeviceRegistry::grant_changes)
+    /// [`DeviceRegistry::grant_changes`](crate::devices::registry::DeviceRegistry::grant_changes)
     /// before the device was authenticated.
     pub grant_changes: u64,
     /// What the replacement-loop guard counts this device's replacements under
-    /// ([`DeviceRegistry::note_replacement`](crate::router::registry::DeviceRegistry::note_replacement)).
+    /// ([`DeviceRegistry::note_replacement`](crate::devices::registry::DeviceRegistry::note_replacement)).
     pub guard_key: String,
     /// The first frame, when it was read before the device was known (local mode:
     /// the handshake says which browser profile it is).

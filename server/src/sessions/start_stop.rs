@@ -10,12 +10,12 @@ use latchkey_protocol::effect::{
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Map, Value, json};
 
-use super::calls::{forward, send};
-use super::sessions::{Abort, Session, end_session};
 use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
+use crate::sessions::calls::{forward, send};
+use crate::sessions::table::{Abort, Session, end_session};
 
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
@@ -73,7 +73,7 @@ async fn start_session(
     req: StartSessionRequest,
 ) -> Result<Arc<Session>, ErrorBody> {
     if state.shutdown.is_cancelled() {
-        return Err(super::calls::shutting_down());
+        return Err(crate::sessions::calls::shutting_down());
     }
     // A start is in flight on the device like a call: a drain waits for it.
     let _in_flight = state.calls.token();
@@ -218,7 +218,7 @@ async fn stop_session(
     reason: &str,
 ) -> Result<StopSessionResult, ErrorBody> {
     if !session.set_stopping(true) {
-        return Err(super::sessions::not_registered());
+        return Err(crate::sessions::table::not_registered());
     }
     session.abort(Abort::SessionEnding);
     // The aborted call holds the session for at most its cancel grace.

@@ -1,0 +1,14 @@
+//! Live device connections: the registry that finds a device's socket (for calls,
+//! replacement and revocation by push), the task that owns each socket, the link
+//! callers send requests through, and the grant rule that decides whether a device
+//! may stay connected.
+
+pub mod connection;
+pub(crate) mod ending;
+pub mod grant;
+pub mod grant_sweep;
+pub mod handshake;
+pub mod link;
+pub mod registry;
+
+pub use registry::DeviceRegistry;
