@@ -1,7 +1,7 @@
 //! CLI errors and their exit codes (from the protocol crate's one table).
 
 use latchkey_protocol::ErrorCode;
-use latchkey_protocol::error_code::exit;
+use latchkey_protocol::error_code::CliCode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -25,8 +25,8 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Api { code, .. } => code.exit_code(),
-            CliError::Connection(_) => exit::CONNECTION,
-            CliError::Config(_) => exit::USAGE,
+            CliError::Connection(_) => CliCode::ConnectionFailed.exit_code(),
+            CliError::Config(_) => CliCode::Config.exit_code(),
         }
     }
 
@@ -34,8 +34,8 @@ impl CliError {
     pub fn code(&self) -> &'static str {
         match self {
             CliError::Api { code, .. } => code.as_str(),
-            CliError::Connection(_) => "connection_failed",
-            CliError::Config(_) => "config",
+            CliError::Connection(_) => CliCode::ConnectionFailed.as_str(),
+            CliError::Config(_) => CliCode::Config.as_str(),
         }
     }
 

@@ -3,4 +3,4 @@
 /**
  * The tag in a non-200 answer, exactly as bsk spells it.
  */
-export type AuthorizeErrorTag = "invalid_authorization" | "invalid_request" | "not_found" | "rate_limited" | "authorization_store_busy" | "connection_capacity_reached";
+export type AuthorizeErrorTag = "invalid_authorization" | "invalid_request" | "invalid_upgrade" | "not_found" | "rate_limited" | "authorization_store_busy" | "connection_capacity_reached";

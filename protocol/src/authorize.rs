@@ -53,10 +53,27 @@ pub struct AuthorizeGrant {
 pub enum AuthorizeErrorTag {
     InvalidAuthorization,
     InvalidRequest,
+    /// A malformed WebSocket upgrade on `/extension` (400).
+    InvalidUpgrade,
     NotFound,
     RateLimited,
     AuthorizationStoreBusy,
     ConnectionCapacityReached,
+}
+
+impl AuthorizeErrorTag {
+    /// The tag as it is spelled on the wire (and in metric labels).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuthorizeErrorTag::InvalidAuthorization => "invalid_authorization",
+            AuthorizeErrorTag::InvalidRequest => "invalid_request",
+            AuthorizeErrorTag::InvalidUpgrade => "invalid_upgrade",
+            AuthorizeErrorTag::NotFound => "not_found",
+            AuthorizeErrorTag::RateLimited => "rate_limited",
+            AuthorizeErrorTag::AuthorizationStoreBusy => "authorization_store_busy",
+            AuthorizeErrorTag::ConnectionCapacityReached => "connection_capacity_reached",
+        }
+    }
 }
 
 /// A non-200 body: `{"error": <tag>}`.
@@ -95,6 +112,22 @@ pub fn clean_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_are_spelled_as_serde_spells_them() {
+        for tag in [
+            AuthorizeErrorTag::InvalidAuthorization,
+            AuthorizeErrorTag::InvalidRequest,
+            AuthorizeErrorTag::InvalidUpgrade,
+            AuthorizeErrorTag::NotFound,
+            AuthorizeErrorTag::RateLimited,
+            AuthorizeErrorTag::AuthorizationStoreBusy,
+            AuthorizeErrorTag::ConnectionCapacityReached,
+        ] {
+            let json = serde_json::to_value(tag).expect("serialises");
+            assert_eq!(json, tag.as_str());
+        }
+    }
 
     #[test]
     fn shapes() {

@@ -193,6 +193,35 @@ impl ErrorCode {
     }
 }
 
+/// Codes the `latchkey` CLI reports for failures that never reached a gateway, so
+/// no gateway sends them. Listed here, beside the gateway's, so every code a script
+/// can see comes from this one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CliCode {
+    /// The server could not be reached, or answered something unreadable.
+    ConnectionFailed,
+    /// Local configuration: no URL or token, an unreadable profile file.
+    Config,
+}
+
+impl CliCode {
+    pub const ALL: [CliCode; 2] = [CliCode::ConnectionFailed, CliCode::Config];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CliCode::ConnectionFailed => "connection_failed",
+            CliCode::Config => "config",
+        }
+    }
+
+    pub const fn exit_code(self) -> u8 {
+        match self {
+            CliCode::ConnectionFailed => exit::CONNECTION,
+            CliCode::Config => exit::USAGE,
+        }
+    }
+}
+
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -252,6 +281,13 @@ pub fn markdown_table() -> String {
             m.http_status,
             close,
             m.exit_code
+        ));
+    }
+    for code in CliCode::ALL {
+        out.push_str(&format!(
+            "| `{}` (CLI only) | - | - | {} |\n",
+            code.as_str(),
+            code.exit_code()
         ));
     }
     out

@@ -63,6 +63,12 @@ impl From<ErrorBody> for ApiError {
     }
 }
 
+impl From<crate::core_error::CoreError> for ApiError {
+    fn from(e: crate::core_error::CoreError) -> Self {
+        ApiError::from(e.into_body())
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {

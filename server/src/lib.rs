@@ -14,6 +14,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod core_error;
 pub mod devices;
 pub mod extension;
 pub mod failpoint;

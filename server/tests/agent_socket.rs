@@ -148,6 +148,26 @@ async fn agent_socket_end_to_end() {
     )
     .await;
     assert_eq!(error_code(&next(&mut ws, &mut events).await), "not_found");
+    // Params that do not decode are the request's fault, as a REST body's are; a
+    // value that decodes but breaks a rule is a param's (docs/error-codes.md).
+    send(
+        &mut ws,
+        json!({"id": "5a", "method": "session.start", "params": {"nope": 1}}),
+    )
+    .await;
+    assert_eq!(
+        error_code(&next(&mut ws, &mut events).await),
+        "invalid_request"
+    );
+    send(
+        &mut ws,
+        json!({"id": "5b", "method": "session.start", "params": {"width": 5, "height": 5}}),
+    )
+    .await;
+    assert_eq!(
+        error_code(&next(&mut ws, &mut events).await),
+        "invalid_params"
+    );
     send(&mut ws, json!({"id": "6", "method": "system.status"})).await;
     assert_eq!(
         error_code(&next(&mut ws, &mut events).await),

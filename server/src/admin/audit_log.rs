@@ -23,7 +23,9 @@ pub async fn list(
     AdminPrincipal(p): AdminPrincipal,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<AuditList>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidParams, e.body_text()))?;
+    // A query that does not decode is the request's fault (`invalid_request`); a
+    // value that decodes but breaks a rule is a param's (`invalid_params`).
+    let Query(q) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::new(

@@ -16,6 +16,7 @@ use tracing::{Instrument, info_span};
 
 use crate::app::AppState;
 use crate::auth::principal::Principal;
+use crate::core_error::CoreError;
 use crate::devices::link::RawResult;
 use crate::sessions::calls::{self, ToolCall};
 use crate::sessions::start_stop;
@@ -120,7 +121,7 @@ pub(super) fn inbound(
         );
     }
     if let Err(e) = calls::check_method(&request.method) {
-        return Inbound::Answer(vec![reply(&request.id, Err(e))]);
+        return Inbound::Answer(vec![reply(&request.id, Err(e.into_body()))]);
     }
     // Every request is charged, cancels too; a refused one is answered
     // `rate_limited` and changes nothing.
@@ -204,9 +205,12 @@ pub(super) fn answer<'a>(
     )
 }
 
+/// Params that do not decode into the method's request type are `invalid_request`,
+/// as a REST body that does not decode is; a value that decodes but breaks a rule
+/// is `invalid_params` (docs/error-codes.md).
 fn params_of<T: serde::de::DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorBody> {
     serde_json::from_value(params.unwrap_or_else(|| json!({})))
-        .map_err(|e| ErrorBody::new(ErrorCode::InvalidParams, e.to_string()))
+        .map_err(|e| ErrorBody::new(ErrorCode::InvalidRequest, e.to_string()))
 }
 
 #[derive(serde::Deserialize)]
@@ -269,7 +273,7 @@ async fn handle(
                 .remove("session_id")
                 .and_then(|v| v.as_str().map(str::to_string))
                 .ok_or_else(|| {
-                    ErrorBody::new(ErrorCode::InvalidParams, format!("{m} requires session_id"))
+                    CoreError::invalid_field("session_id", format!("{m} requires session_id"))
                 })?;
             let session = state.sessions.owned(p, &session_id)?;
             let call = ToolCall {
@@ -277,7 +281,7 @@ async fn handle(
                 params,
                 timeout_ms: None,
             };
-            calls::call(state, &session, call).await
+            Ok(calls::call(state, &session, call).await?)
         }
         other => Err(ErrorBody::new(
             ErrorCode::UnknownMethod,

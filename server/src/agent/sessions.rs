@@ -11,9 +11,9 @@ use latchkey_protocol::agent::{
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::auth::principal::{AdminPrincipal, AgentPrincipal, Principal};
+use crate::core_error::CoreError;
 use crate::sessions::calls::{self, ToolCall};
 use crate::sessions::start_stop;
-use crate::sessions::table::not_registered;
 
 pub async fn start(
     State(state): State<AppState>,
@@ -97,7 +97,7 @@ pub async fn admin_stop(
     let session = state
         .sessions
         .get_in_tenant(&p.tenant_id, &id)
-        .ok_or_else(not_registered)?;
+        .ok_or(CoreError::SessionNotFound)?;
     Ok(Json(
         start_stop::stop(&state, &session, "stopped by admin").await?,
     ))

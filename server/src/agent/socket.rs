@@ -25,7 +25,6 @@ use super::socket_slots::{SocketLimit, SocketSlot};
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::{AgentPrincipal, Principal};
-use crate::sessions::calls;
 use crate::telemetry::metrics as telemetry;
 
 pub async fn upgrade(
@@ -222,7 +221,7 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
         _ if write_failed => None,
         Some(end) => Some((end.error(), end.close_code())),
         None if closing.is_cancelled() => Some((
-            calls::shutting_down(),
+            crate::core_error::CoreError::ShuttingDown.into_body(),
             latchkey_protocol::CloseCode::GoingAway,
         )),
         None => None,

@@ -7,18 +7,19 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::extract::ws::Utf8Bytes;
-use latchkey_protocol::{ErrorBody, ErrorCode, Frame, RequestFrame, methods};
+use latchkey_protocol::{Frame, RequestFrame, methods};
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::core_error::CoreError;
 use crate::telemetry::metrics::OUTBOX_FRAMES;
 
 /// An answer from the extension: its result, or its error (or the gateway's, when
 /// the connection ended first). A result stays raw JSON text from the device's frame
 /// to the agent's, never rebuilt.
-pub type Reply = Result<RawResult, ErrorBody>;
+pub type Reply = Result<RawResult, CoreError>;
 
 /// A result as JSON text. Straight off a device it is a slice of the device's frame,
 /// shared rather than copied: a 1 MiB result is copied once on its way through the
@@ -99,7 +100,7 @@ struct LinkState {
     /// flush.
     outbox: VecDeque<String>,
     /// Set once: why the link closed.
-    closed: Option<ErrorBody>,
+    closed: Option<CoreError>,
 }
 
 impl LinkState {
@@ -158,7 +159,7 @@ impl DeviceLink {
 
     /// Queue `request` and register for its answer. Fails if the link is closed or
     /// its outbox is full; nothing is sent then.
-    pub fn forward(&self, request: RequestFrame) -> Result<oneshot::Receiver<Reply>, ErrorBody> {
+    pub fn forward(&self, request: RequestFrame) -> Result<oneshot::Receiver<Reply>, CoreError> {
         let (tx, rx) = oneshot::channel();
         let id = request.id.clone();
         let mut state = self.state();
@@ -168,10 +169,7 @@ impl DeviceLink {
         // Enqueue while holding the lock, so `close` cannot slip between the check
         // and the send: after `close` returns, nothing new is queued.
         if !state.enqueue(Frame::Request(request).to_text()) {
-            return Err(ErrorBody::new(
-                ErrorCode::CapacityReached,
-                "the browser's outbox is full; retry shortly",
-            ));
+            return Err(CoreError::OutboxFull);
         }
         state.pending.insert(id, tx);
         drop(state);
@@ -215,7 +213,7 @@ impl DeviceLink {
     }
 
     /// Close the link: refuse new requests and fail every waiter with `reason`.
-    pub fn close(&self, reason: ErrorBody) {
+    pub fn close(&self, reason: CoreError) {
         let pending = {
             let mut state = self.state();
             if state.closed.is_some() {
@@ -231,7 +229,7 @@ impl DeviceLink {
     }
 
     /// Why the link closed (or a generic disconnect if it has not).
-    pub fn close_reason(&self) -> ErrorBody {
+    pub fn close_reason(&self) -> CoreError {
         self.state()
             .closed
             .clone()
@@ -249,23 +247,13 @@ impl DeviceLink {
 }
 
 /// The error callers see when a device's socket ends with `close`.
-pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> ErrorBody {
+pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> CoreError {
     use latchkey_protocol::CloseCode;
     match close {
-        Some(CloseCode::Revoked) => {
-            ErrorBody::new(ErrorCode::DeviceRevoked, "the browser's access was revoked")
-        }
-        Some(CloseCode::Expired) => {
-            ErrorBody::new(ErrorCode::DeviceExpired, "the browser's grant expired")
-        }
-        Some(CloseCode::GoingAway) => ErrorBody::new(
-            ErrorCode::ServerShuttingDown,
-            "the gateway is shutting down",
-        ),
-        _ => ErrorBody::new(
-            ErrorCode::BrowserDisconnected,
-            "owning browser is no longer connected",
-        ),
+        Some(CloseCode::Revoked) => CoreError::DeviceRevoked,
+        Some(CloseCode::Expired) => CoreError::DeviceExpired,
+        Some(CloseCode::GoingAway) => CoreError::ShuttingDown,
+        _ => CoreError::BrowserDisconnected,
     }
 }
 
@@ -288,17 +276,11 @@ mod tests {
             .forward(RequestFrame::new("a", "tool.x", None))
             .expect("forward");
         assert_eq!(link.next_frames().await.len(), 1);
-        link.close(ErrorBody::new(ErrorCode::DeviceRevoked, "revoked"));
+        link.close(CoreError::DeviceRevoked);
         let reply = waiter.await.expect("answered");
-        assert_eq!(
-            reply.map(|_| ()).map_err(|e| e.code),
-            Err(ErrorCode::DeviceRevoked)
-        );
+        assert_eq!(reply.map(|_| ()), Err(CoreError::DeviceRevoked));
         let refused = link.forward(RequestFrame::new("b", "tool.x", None));
-        assert_eq!(
-            refused.map(|_| ()).map_err(|e| e.code),
-            Err(ErrorCode::DeviceRevoked)
-        );
+        assert_eq!(refused.map(|_| ()), Err(CoreError::DeviceRevoked));
         assert!(link.take_queued().is_empty(), "nothing queued after close");
     }
 
@@ -328,10 +310,7 @@ mod tests {
             );
         }
         let full = link.forward(RequestFrame::new("over", "tool.x", None));
-        assert_eq!(
-            full.map(|_| ()).map_err(|e| e.code),
-            Err(ErrorCode::CapacityReached)
-        );
+        assert_eq!(full.map(|_| ()), Err(CoreError::OutboxFull));
         let frames = link.next_frames().await;
         let ids: Vec<String> = frames
             .iter()

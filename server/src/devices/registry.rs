@@ -295,16 +295,29 @@ impl DeviceRegistry {
         ids
     }
 
-    /// Wait until the tenant has an online device, or `deadline` passes.
-    pub async fn wait_online(&self, tenant_id: &str, deadline: std::time::Duration) -> bool {
+    /// Wait until the tenant has an online device (`device_id`, when one is named),
+    /// or `deadline` passes.
+    pub async fn wait_online(
+        &self,
+        tenant_id: &str,
+        device_id: Option<&str>,
+        deadline: std::time::Duration,
+    ) -> bool {
         let end = tokio::time::Instant::now() + deadline;
+        let online = || {
+            let online = self.online_in_tenant(tenant_id);
+            match device_id {
+                Some(id) => online.iter().any(|d| d == id),
+                None => !online.is_empty(),
+            }
+        };
         loop {
             let notified = self.inner.online.notified();
-            if !self.online_in_tenant(tenant_id).is_empty() {
+            if online() {
                 return true;
             }
             if tokio::time::timeout_at(end, notified).await.is_err() {
-                return !self.online_in_tenant(tenant_id).is_empty();
+                return online();
             }
         }
     }

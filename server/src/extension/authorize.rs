@@ -85,14 +85,7 @@ pub async fn authorize(
         }
         Err(refusal) => {
             debug!(status = refusal.status.as_u16(), "authorize refused");
-            let outcome = match refusal.tag {
-                AuthorizeErrorTag::InvalidAuthorization => "invalid_authorization",
-                AuthorizeErrorTag::InvalidRequest => "invalid_request",
-                AuthorizeErrorTag::NotFound => "not_found",
-                AuthorizeErrorTag::RateLimited => "rate_limited",
-                AuthorizeErrorTag::AuthorizationStoreBusy => "authorization_store_busy",
-                AuthorizeErrorTag::ConnectionCapacityReached => "connection_capacity_reached",
-            };
+            let outcome = refusal.tag.as_str();
             metrics::counter!(telemetry::AUTHORIZE, "outcome" => outcome).increment(1);
             if refusal.tag == AuthorizeErrorTag::RateLimited {
                 telemetry::refused("rate_limited");

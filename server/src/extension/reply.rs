@@ -56,11 +56,8 @@ impl Refusal {
     };
 
     /// 400 `invalid_upgrade` for a malformed WebSocket upgrade (bsk's tag).
-    pub fn invalid_upgrade() -> Response {
-        let mut r = Refusal::BAD_REQUEST.into_response();
-        *r.body_mut() = axum::body::Body::from(r#"{"error":"invalid_upgrade"}"#);
-        r
-    }
+    pub const INVALID_UPGRADE: Refusal =
+        Refusal::new(StatusCode::BAD_REQUEST, AuthorizeErrorTag::InvalidUpgrade);
 }
 
 impl IntoResponse for Refusal {

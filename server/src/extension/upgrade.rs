@@ -95,7 +95,7 @@ pub async fn extension_socket(
         return Refusal::UNAUTHORIZED.into_response();
     }
     let Ok(ws) = ws else {
-        return Refusal::invalid_upgrade();
+        return Refusal::INVALID_UPGRADE.into_response();
     };
     if let Err(r) = check_origin(&headers, &state.config.allowed_extension_ids) {
         return r.into_response();

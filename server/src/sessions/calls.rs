@@ -7,15 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use latchkey_protocol::effect::{CANCEL_GRACE_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS};
-use latchkey_protocol::{ErrorBody, ErrorCode, RequestFrame, text};
+use latchkey_protocol::{RequestFrame, text};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 
 use crate::app::AppState;
 use crate::auth::secret;
+use crate::core_error::CoreError;
 use crate::devices::link::{DeviceLink, RawResult, Reply};
-use crate::sessions::table::{Abort, BusyGuard, Session, not_registered};
+use crate::sessions::table::{Abort, BusyGuard, Session};
 use crate::telemetry::metrics as telemetry;
 
 /// A call as an agent asked for it.
@@ -27,35 +28,22 @@ pub struct ToolCall {
     pub timeout_ms: Option<u64>,
 }
 
-fn invalid(message: impl Into<String>) -> ErrorBody {
-    ErrorBody::new(ErrorCode::InvalidParams, message)
-}
-
-/// `invalid_params` naming the field, as every params refusal does.
-fn invalid_field(field: &str, message: impl Into<String>) -> ErrorBody {
-    ErrorBody {
-        code: ErrorCode::InvalidParams,
-        message: message.into(),
-        data: Some(json!({ "field": field })),
-    }
-}
-
 /// `params` as an object (absent → empty), or `invalid_params`.
-pub fn params_object(params: Option<Value>) -> Result<Map<String, Value>, ErrorBody> {
+pub fn params_object(params: Option<Value>) -> Result<Map<String, Value>, CoreError> {
     match params {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m),
-        Some(_) => Err(invalid("params must be an object")),
+        Some(_) => Err(CoreError::invalid("params must be an object")),
     }
 }
 
 /// The gateway's deadline for a call (docs/protocol.md, "Sessions").
-pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
+pub fn deadline(call: &ToolCall) -> Result<Duration, CoreError> {
     let check = |ms: u64| {
         if (1..=MAX_CALL_TIMEOUT_MS).contains(&ms) {
             Ok(ms)
         } else {
-            Err(invalid_field(
+            Err(CoreError::invalid_field(
                 "timeout_ms",
                 format!("timeout_ms must be 1..={MAX_CALL_TIMEOUT_MS}"),
             ))
@@ -64,7 +52,7 @@ pub fn deadline(call: &ToolCall) -> Result<Duration, ErrorBody> {
     let from_params = match call.params.get("timeout_ms") {
         None => None,
         Some(v) => Some(check(v.as_u64().ok_or_else(|| {
-            invalid_field("timeout_ms", "timeout_ms must be a positive integer")
+            CoreError::invalid_field("timeout_ms", "timeout_ms must be a positive integer")
         })?)?),
     };
     let call_timeout = call.timeout_ms.map(check).transpose()?;
@@ -116,13 +104,8 @@ pub fn send(
     link: &DeviceLink,
     method: &str,
     params: Map<String, Value>,
-) -> Result<(String, oneshot::Receiver<Reply>, OwnedSemaphorePermit), ErrorBody> {
-    let permit = link.try_permit().ok_or_else(|| {
-        ErrorBody::new(
-            ErrorCode::CapacityReached,
-            "the browser already has the maximum number of calls in flight; retry shortly",
-        )
-    })?;
+) -> Result<(String, oneshot::Receiver<Reply>, OwnedSemaphorePermit), CoreError> {
+    let permit = link.try_permit().ok_or(CoreError::CallsInFlight)?;
     let rpc_id = format!("tool-{}", secret::random_hex(8));
     let rx = link.forward(RequestFrame::new(
         rpc_id.clone(),
@@ -141,7 +124,7 @@ pub async fn forward(
     params: Map<String, Value>,
     deadline: Duration,
     mut abort: Option<watch::Receiver<Option<Abort>>>,
-) -> Result<RawResult, ErrorBody> {
+) -> Result<RawResult, CoreError> {
     let (rpc_id, rx, permit) = send(&link, method, params)?;
     let mut inflight = InFlight {
         link,
@@ -171,10 +154,7 @@ pub async fn forward(
             _ = tokio::time::sleep(deadline) => Outcome::TimedOut,
             why = aborted => Outcome::Aborted(why),
         },
-        None => Outcome::Answered(Ok(Err(ErrorBody::new(
-            ErrorCode::Internal,
-            "no reply channel",
-        )))),
+        None => Outcome::Answered(Ok(Err(CoreError::Internal("no reply channel")))),
     };
     // An abort that races the connection's end: the end is the truer story (the
     // call's outcome is unknown because the browser went away), so report that.
@@ -193,40 +173,22 @@ pub async fn forward(
     match outcome {
         Outcome::Answered(r) => {
             inflight.answered();
-            r.unwrap_or_else(|_| {
-                Err(ErrorBody::new(
-                    ErrorCode::BrowserDisconnected,
-                    "owning browser is no longer connected",
-                ))
-            })
+            r.unwrap_or(Err(CoreError::BrowserDisconnected))
         }
-        Outcome::TimedOut => Err(ErrorBody::new(
-            ErrorCode::Timeout,
-            format!("tool RPC timed out after {} ms", deadline.as_millis()),
-        )),
-        Outcome::Aborted(Some(Abort::UserInterrupt)) => Err(ErrorBody::new(
-            ErrorCode::UserAborted,
-            "tool dispatch interrupted by user",
-        )),
-        Outcome::Aborted(Some(Abort::BrowserGone)) => Err(inflight_gone()),
-        Outcome::Aborted(Some(Abort::Token(end))) => Err(end.error()),
-        Outcome::Aborted(_) => Err(ErrorBody::new(
-            ErrorCode::Cancelled,
-            "the session is stopping",
-        )),
+        Outcome::TimedOut => Err(CoreError::Deadline {
+            what: "tool RPC",
+            ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        }),
+        Outcome::Aborted(Some(Abort::UserInterrupt)) => Err(CoreError::UserInterrupted),
+        Outcome::Aborted(Some(Abort::BrowserGone)) => Err(CoreError::BrowserDisconnected),
+        Outcome::Aborted(Some(Abort::Token(end))) => Err(CoreError::Token(end)),
+        Outcome::Aborted(_) => Err(CoreError::Cancelled("the session is stopping")),
     }
-}
-
-fn inflight_gone() -> ErrorBody {
-    ErrorBody::new(
-        ErrorCode::BrowserDisconnected,
-        "owning browser is no longer connected",
-    )
 }
 
 /// `tool.wait_ms`, answered by the gateway itself (docs/protocol.md, "Tools"). Its
 /// params were judged by the catalogue (`duration_ms` 0..=300000) before this runs.
-async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawResult, ErrorBody> {
+async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawResult, CoreError> {
     let ms = params
         .get("duration_ms")
         .and_then(Value::as_u64)
@@ -237,8 +199,8 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawRe
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(crate::devices::link::raw(&json!({ "waited_ms": ms }))),
         _ = abort.changed() => match *abort.borrow() {
-            Some(Abort::Token(end)) => Err(end.error()),
-            _ => Err(ErrorBody::new(ErrorCode::Cancelled, "wait cancelled")),
+            Some(Abort::Token(end)) => Err(CoreError::Token(end)),
+            _ => Err(CoreError::Cancelled("wait cancelled")),
         },
     }
 }
@@ -248,7 +210,7 @@ pub async fn call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<RawResult, ErrorBody> {
+) -> Result<RawResult, CoreError> {
     let started = std::time::Instant::now();
     let method = call.method.clone();
     let span = tracing::info_span!(
@@ -260,7 +222,7 @@ pub async fn call(
         outcome = tracing::field::Empty,
     );
     let result = if state.shutdown.is_cancelled() {
-        Err(shutting_down())
+        Err(CoreError::ShuttingDown)
     } else {
         // Counted until answered, so a drain can wait for it.
         let _in_flight = state.calls.token();
@@ -269,19 +231,15 @@ pub async fn call(
     let outcome = match &result {
         Ok(_) => "ok",
         Err(e) => {
-            let busy = e
-                .data
-                .as_ref()
-                .and_then(|d| d.get("reason"))
-                .and_then(Value::as_str)
-                == Some("session_busy");
-            match e.code {
-                ErrorCode::CapacityReached => telemetry::refused("capacity_reached"),
-                ErrorCode::UserAborted => telemetry::refused("user_aborted"),
-                ErrorCode::Timeout if busy => telemetry::refused("session_busy"),
+            match e {
+                CoreError::CallsInFlight | CoreError::OutboxFull => {
+                    telemetry::refused("capacity_reached")
+                }
+                CoreError::UserInterrupted => telemetry::refused("user_aborted"),
+                CoreError::SessionBusy => telemetry::refused("session_busy"),
                 _ => {}
             }
-            e.code.as_str()
+            e.code().as_str()
         }
     };
     span.record("outcome", outcome);
@@ -296,15 +254,12 @@ pub async fn call(
 /// A method name an agent sent is at most [`text::MAX_METHOD_CHARS`] long: it is
 /// matched, counted and echoed in answers (docs/security.md). Every agent surface
 /// checks it before anything else.
-pub fn check_method(method: &str) -> Result<(), ErrorBody> {
+pub fn check_method(method: &str) -> Result<(), CoreError> {
     if method.len() > text::MAX_METHOD_CHARS && method.chars().count() > text::MAX_METHOD_CHARS {
-        return Err(ErrorBody::new(
-            ErrorCode::UnknownMethod,
-            format!(
-                "method names are at most {} characters",
-                text::MAX_METHOD_CHARS
-            ),
-        ));
+        return Err(CoreError::UnknownMethod(format!(
+            "method names are at most {} characters",
+            text::MAX_METHOD_CHARS
+        )));
     }
     Ok(())
 }
@@ -313,28 +268,34 @@ async fn run_call(
     state: &AppState,
     session: &Arc<Session>,
     call: ToolCall,
-) -> Result<RawResult, ErrorBody> {
+) -> Result<RawResult, CoreError> {
     check_method(&call.method)?;
     if !call.method.starts_with("tool.") {
-        return Err(invalid(format!("{} is not a tool method", call.method)));
+        return Err(CoreError::invalid(format!(
+            "{} is not a tool method",
+            call.method
+        )));
     }
     if call.method == latchkey_protocol::effect::SESSION_START
         || call.method == latchkey_protocol::effect::SESSION_STOP
     {
-        return Err(invalid("start and stop sessions through the session API"));
+        return Err(CoreError::invalid(
+            "start and stop sessions through the session API",
+        ));
     }
     let deadline = deadline(&call)?;
     // What the protocol defines is judged here, before the session is taken or
     // anything reaches the browser (docs/protocol.md, "Tools").
     latchkey_protocol::tools::validate(&call.method, &call.params)
-        .map_err(|e| invalid_field(&e.field, e.message))?;
+        .map_err(|e| CoreError::invalid_field(&e.field, e.message))?;
     if latchkey_protocol::tools::tool_named(&call.method).is_some_and(|t| t.gateway_local) {
         return wait_ms(&call.params, session).await;
     }
     let busy = session.begin(&call.method, state.clock.now_ms())?;
-    let link = state.registry.link(&session.device_id).ok_or_else(|| {
-        ErrorBody::new(ErrorCode::NotFound, "owning browser is no longer connected")
-    })?;
+    let link = state
+        .registry
+        .link(&session.device_id)
+        .ok_or(CoreError::BrowserDisconnected)?;
     let mut params = call.params;
     params.insert("session_id".into(), Value::String(session.id.clone()));
     let abort = session.abort_signal();
@@ -347,17 +308,4 @@ async fn run_call(
         Some(abort),
     )
     .await
-}
-
-/// The answer to anything new while the server drains.
-pub fn shutting_down() -> ErrorBody {
-    ErrorBody::new(
-        ErrorCode::ServerShuttingDown,
-        "the gateway is shutting down; retry on another node",
-    )
-}
-
-/// The session id must still be known, or the caller gets the protocol's `not_found`.
-pub fn require<T>(found: Option<T>) -> Result<T, ErrorBody> {
-    found.ok_or_else(not_registered)
 }

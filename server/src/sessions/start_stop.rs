@@ -3,50 +3,40 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use latchkey_protocol::ErrorCode;
 use latchkey_protocol::agent::{ReturnFailure, StartSessionRequest, StopSessionResult};
 use latchkey_protocol::effect::{
     CANCEL_GRACE_MS, SESSION_START, SESSION_STOP, SESSION_STOP_TIMEOUT_MS,
 };
-use latchkey_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
+use crate::core_error::CoreError;
 use crate::sessions::calls::{forward, send};
 use crate::sessions::table::{Abort, Session, end_session};
 
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
 
-fn invalid(message: impl Into<String>) -> ErrorBody {
-    ErrorBody::new(ErrorCode::InvalidParams, message)
-}
-
 /// Which online device of the tenant a new session goes to.
 fn choose_device(
     state: &AppState,
     tenant_id: &str,
     browser_id: Option<&str>,
-) -> Result<String, ErrorBody> {
+) -> Result<String, CoreError> {
     let online = state.registry.online_in_tenant(tenant_id);
     match browser_id {
         Some(id) => online
             .into_iter()
             .find(|d| d == id)
-            .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such browser online")),
+            .ok_or(CoreError::BrowserNotOnline),
         None => match online.len() {
-            0 => Err(ErrorBody::new(
-                ErrorCode::NoBrowserConnected,
-                "no browser is online",
-            )),
+            0 => Err(CoreError::NoBrowserConnected),
             1 => Ok(online.into_iter().next().unwrap_or_default()),
-            _ => Err(ErrorBody {
-                code: ErrorCode::MultipleBrowsersOnline,
-                message: "more than one browser is online; pass browser_id".into(),
-                data: Some(json!({ "browsers": online })),
-            }),
+            _ => Err(CoreError::MultipleBrowsersOnline(online)),
         },
     }
 }
@@ -57,7 +47,7 @@ pub async fn start(
     state: &AppState,
     principal: &Principal,
     req: StartSessionRequest,
-) -> Result<Arc<Session>, ErrorBody> {
+) -> Result<Arc<Session>, CoreError> {
     let span = tracing::info_span!("session_start", tenant = %principal.tenant_id, session = tracing::field::Empty);
     let result =
         tracing::Instrument::instrument(start_session(state, principal, req), span.clone()).await;
@@ -71,9 +61,9 @@ async fn start_session(
     state: &AppState,
     principal: &Principal,
     req: StartSessionRequest,
-) -> Result<Arc<Session>, ErrorBody> {
+) -> Result<Arc<Session>, CoreError> {
     if state.shutdown.is_cancelled() {
-        return Err(crate::sessions::calls::shutting_down());
+        return Err(CoreError::ShuttingDown);
     }
     // A start is in flight on the device like a call: a drain waits for it.
     let _in_flight = state.calls.token();
@@ -81,34 +71,33 @@ async fn start_session(
     match (req.width, req.height) {
         (None, None) => {}
         (Some(w), Some(h)) if size_ok(w) && size_ok(h) => {}
-        _ => return Err(invalid("width and height go together, each 100..=7680")),
+        _ => {
+            return Err(CoreError::invalid(
+                "width and height go together, each 100..=7680",
+            ));
+        }
     }
     if let Some(wait) = req.wait_for_browser_ms {
         if wait > MAX_WAIT_FOR_BROWSER_MS {
-            return Err(invalid(format!(
+            return Err(CoreError::invalid(format!(
                 "wait_for_browser_ms must be at most {MAX_WAIT_FOR_BROWSER_MS}"
             )));
         }
-        let online = state.registry.online_in_tenant(&principal.tenant_id);
-        let wanted_online = match req.browser_id.as_deref() {
-            Some(id) => online.iter().any(|d| d == id),
-            None => !online.is_empty(),
-        };
-        if !wanted_online && req.browser_id.is_none() {
-            // The wait ends with the token, too.
-            tokio::select! {
-                _ = state
-                    .registry
-                    .wait_online(&principal.tenant_id, Duration::from_millis(wait)) => {}
-                end = principal.lease.ended() => return Err(end.error()),
-            }
+        // The wait ends with the token, too. A named browser is waited for by name.
+        tokio::select! {
+            _ = state.registry.wait_online(
+                &principal.tenant_id,
+                req.browser_id.as_deref(),
+                Duration::from_millis(wait),
+            ) => {}
+            end = principal.lease.ended() => return Err(CoreError::Token(end)),
         }
     }
     let device_id = choose_device(state, &principal.tenant_id, req.browser_id.as_deref())?;
     let link = state
         .registry
         .link(&device_id)
-        .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such browser online"))?;
+        .ok_or(CoreError::BrowserNotOnline)?;
     let session = Session::new(
         secret::random_hex(16),
         &principal.tenant_id,
@@ -128,7 +117,7 @@ async fn start_session(
         )
         .map_err(|cap| {
             crate::telemetry::metrics::refused("session_cap");
-            cap.error()
+            CoreError::SessionCap(cap)
         })?;
     // From here on the session ends with its token, whatever else happens.
     tokio::spawn(end_with_token(state.clone(), session.clone()));
@@ -160,7 +149,7 @@ async fn start_session(
                 Ok(())
             }
             Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) => Err(ErrorBody::new(ErrorCode::BrowserDisconnected, "owning browser is no longer connected")),
+            Ok(Err(_)) => Err(CoreError::BrowserDisconnected),
             Err(_) => {
                 // Cancel; if the window opens anyway within the grace, close it again.
                 link.send_cancel(&rpc_id);
@@ -173,24 +162,24 @@ async fn start_session(
                     stop_params.insert("session_id".into(), Value::String(session.id.clone()));
                     let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
                     if let Err(e) = forward(link, None, SESSION_STOP, stop_params, budget, None).await {
-                        tracing::warn!(session = %session.id, code = %e.code, "rollback of a late start failed");
+                        tracing::warn!(session = %session.id, code = %e.code(), "rollback of a late start failed");
                     }
                 } else {
                     link.forget(&rpc_id);
                 }
-                Err(ErrorBody::new(
-                    ErrorCode::Timeout,
-                    format!("session start timed out after {} ms", deadline.as_millis()),
-                ))
+                Err(CoreError::Deadline {
+                    what: "session start",
+                    ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+                })
             }
         }
     })
     .await
-    .unwrap_or_else(|_| Err(ErrorBody::new(ErrorCode::Internal, "session start failed")));
+    .unwrap_or(Err(CoreError::Internal("session start failed")));
     match outcome {
         // A token revoked during the start: its session is being ended with it.
         Ok(()) => match session.lease.ended_now() {
-            Some(end) => Err(end.error()),
+            Some(end) => Err(CoreError::Token(end)),
             None => Ok(session),
         },
         Err(e) => {
@@ -207,7 +196,7 @@ pub async fn stop(
     state: &AppState,
     session: &Arc<Session>,
     reason: &str,
-) -> Result<StopSessionResult, ErrorBody> {
+) -> Result<StopSessionResult, CoreError> {
     let span = tracing::info_span!("session_stop", tenant = %session.tenant_id, session = %session.id, device = %session.device_id);
     tracing::Instrument::instrument(stop_session(state, session, reason), span).await
 }
@@ -216,20 +205,16 @@ async fn stop_session(
     state: &AppState,
     session: &Arc<Session>,
     reason: &str,
-) -> Result<StopSessionResult, ErrorBody> {
+) -> Result<StopSessionResult, CoreError> {
     if !session.set_stopping(true) {
-        return Err(crate::sessions::table::not_registered());
+        return Err(CoreError::SessionNotFound);
     }
     session.abort(Abort::SessionEnding);
     // The aborted call holds the session for at most its cancel grace.
     let free = session.wait_idle(Duration::from_secs(5)).await;
     if !free {
         session.set_stopping(false);
-        return Err(ErrorBody::with_reason(
-            ErrorCode::Timeout,
-            "the in-flight call did not finish",
-            "cancel_cleanup_timeout",
-        ));
+        return Err(CoreError::CancelCleanupTimeout);
     }
     let Some(link) = state.registry.link(&session.device_id) else {
         state.sessions.remove(&session.id);
@@ -273,7 +258,7 @@ async fn stop_session(
                 })
             }
         }
-        Err(e) if e.code == ErrorCode::NotFound => {
+        Err(CoreError::Browser(e)) if e.code == ErrorCode::NotFound => {
             // The extension no longer knows it: it is gone either way.
             state.sessions.remove(&session.id);
             end_session(session, reason, Abort::SessionEnding);
@@ -332,7 +317,7 @@ async fn end_for_token(state: &AppState, session: &Arc<Session>, end: TokenEnd) 
             }
         }
         Err(e) => {
-            tracing::warn!(session = %session.id, code = %e.code, "closing the window of a session whose token ended failed")
+            tracing::warn!(session = %session.id, code = %e.code(), "closing the window of a session whose token ended failed")
         }
     }
 }
@@ -354,7 +339,7 @@ pub async fn idle_reaper(state: AppState, idle: Duration, tick: Duration) {
         for session in idle_sessions {
             tracing::info!(session = %session.id, "stopping idle session");
             if let Err(e) = stop(&state, &session, "idle").await {
-                tracing::debug!(session = %session.id, code = %e.code, "idle stop failed");
+                tracing::debug!(session = %session.id, code = %e.code(), "idle stop failed");
             }
         }
     }

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use latchkey_protocol::agent::{SessionEvent, SessionView};
 use latchkey_protocol::effect;
 use latchkey_protocol::tools::tool_named;
-use latchkey_protocol::{ErrorBody, ErrorCode};
 use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast, watch};
@@ -16,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::token_watch::{TokenEnd, TokenLease};
 use crate::clock::rfc3339;
+use crate::core_error::CoreError;
+pub use crate::core_error::SessionCap;
 use crate::telemetry::metrics::SESSIONS_OPEN;
 
 /// Why in-flight calls of a session are being aborted.
@@ -98,30 +99,23 @@ impl Session {
     }
 
     /// Take the session for one call of `method`, or refuse as docs/protocol.md, "Sessions" says.
-    pub fn begin(self: &Arc<Self>, method: &str, now: i64) -> Result<BusyGuard, ErrorBody> {
+    pub fn begin(self: &Arc<Self>, method: &str, now: i64) -> Result<BusyGuard, CoreError> {
         let mut s = self.state();
         if s.ended {
-            return Err(not_registered());
+            return Err(CoreError::SessionNotFound);
         }
         if s.stopping {
-            return Err(ErrorBody::new(ErrorCode::Timeout, "session is stopping"));
+            return Err(CoreError::SessionStopping);
         }
         let exempt = tool_named(method).is_some_and(|t| t.busy_exempt);
         if s.busy && !exempt {
-            return Err(ErrorBody::with_reason(
-                ErrorCode::Timeout,
-                "session already has an unfinished command",
-                "session_busy",
-            ));
+            return Err(CoreError::SessionBusy);
         }
         s.last_activity = now;
         // A gated call consumes a pending user interrupt and is not forwarded.
         if effect::effect(method).is_gated() && s.marker {
             s.marker = false;
-            return Err(ErrorBody::new(
-                ErrorCode::UserAborted,
-                "tool dispatch interrupted by user",
-            ));
+            return Err(CoreError::UserInterrupted);
         }
         if !exempt {
             s.busy = true;
@@ -242,42 +236,6 @@ impl Drop for BusyGuard {
     }
 }
 
-/// Which session cap a start would exceed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionCap {
-    /// The browser already has this many sessions (Agent Windows) open.
-    PerDevice(usize),
-    /// The token already has this many sessions open.
-    PerToken(usize),
-}
-
-impl SessionCap {
-    /// The agent's answer: waiting helps when the browser is full (other agents'
-    /// sessions end, or are reaped when idle), not when the agent itself holds its
-    /// token's share.
-    pub fn error(self) -> ErrorBody {
-        match self {
-            SessionCap::PerDevice(max) => ErrorBody {
-                code: ErrorCode::CapacityReached,
-                message: format!("this browser already has {max} sessions open; retry later"),
-                data: Some(serde_json::json!({"reason": "sessions_per_device", "limit": max})),
-            },
-            SessionCap::PerToken(max) => ErrorBody {
-                code: ErrorCode::LimitReached,
-                message: format!("this token already has {max} sessions open; stop one first"),
-                data: Some(serde_json::json!({"reason": "sessions_per_token", "limit": max})),
-            },
-        }
-    }
-}
-
-pub fn not_registered() -> ErrorBody {
-    ErrorBody::new(
-        ErrorCode::NotFound,
-        "session not registered or already stopped",
-    )
-}
-
 /// Every open session on this node.
 #[derive(Debug, Clone, Default)]
 pub struct SessionTable {
@@ -332,9 +290,9 @@ impl SessionTable {
         &self,
         caller: &crate::auth::principal::Principal,
         id: &str,
-    ) -> Result<Arc<Session>, ErrorBody> {
+    ) -> Result<Arc<Session>, CoreError> {
         self.get_owned(&caller.tenant_id, &caller.token_id, id)
-            .ok_or_else(not_registered)
+            .ok_or(CoreError::SessionNotFound)
     }
 
     /// The session if it runs on `device_id` (events from that device only).
@@ -422,8 +380,7 @@ mod tests {
         let busy = s
             .begin("tool.snapshot", 2)
             .expect_err("second call refused");
-        assert_eq!(busy.code, ErrorCode::Timeout);
-        assert_eq!(busy.data.expect("data")["reason"], "session_busy");
+        assert_eq!(busy, CoreError::SessionBusy);
         let exempt = s
             .begin("tool.record_stop", 3)
             .expect("record_stop skips the lock");
@@ -436,7 +393,7 @@ mod tests {
         s.begin("tool.snapshot", 4)
             .expect("passive reads pass the gate");
         let gated = s.begin("tool.click", 5).expect_err("gated");
-        assert_eq!(gated.code, ErrorCode::UserAborted);
+        assert_eq!(gated, CoreError::UserInterrupted);
         s.begin("tool.click", 6).expect("the marker is single use");
     }
 
@@ -466,14 +423,6 @@ mod tests {
         // The same token id in another tenant is another token.
         t.try_insert(session("g", "u", "d5", "k1"), 2, 3)
             .expect("other tenant");
-        assert_eq!(
-            SessionCap::PerDevice(2).error().code,
-            ErrorCode::CapacityReached
-        );
-        assert_eq!(
-            SessionCap::PerToken(3).error().code,
-            ErrorCode::LimitReached
-        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use tokio::time::{Instant, interval, sleep};
 use tracing::{debug, info, warn};
 
 use super::Connection;
+use crate::core_error::CoreError;
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::link::{DeviceLink, RawResult};
@@ -166,7 +167,7 @@ impl Connection {
                 }
             }
             Ok(Frame::Error(r)) => {
-                if !link.complete(&r.id, Err(r.error)) {
+                if !link.complete(&r.id, Err(CoreError::Browser(r.error))) {
                     telemetry::frame_dropped("unknown_id");
                 }
             }
