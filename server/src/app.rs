@@ -9,32 +9,27 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use latchkey_protocol::ErrorCode;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::api_error::ApiError;
-use crate::audit::Audit;
-use crate::clock::Clock;
-use crate::config::Config;
-use crate::devices::DeviceRegistry;
+use crate::core::Core;
 use crate::limits::rate::PeerRateLimiter;
-use crate::sessions::SessionTable;
-use crate::store::Store;
 
 /// Peers tracked by each keyed rate limiter before new peers share an overflow bucket.
 pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
 
+/// The state every HTTP handler gets: the session core, and what only the surfaces
+/// own (rate limiters, the token reader, agent socket slots, the public base URL).
+///
+/// It derefs to [`Core`], so `state.registry` and `&state` passed as `&Core` read
+/// the core's handles without each handler naming the room they live in.
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Arc<dyn Store>,
+    pub core: Core,
     /// Device upgrades read their grants through this, together when they arrive
     /// together.
     pub token_reads: crate::store::token_reads::TokenReads,
-    pub config: Arc<Config>,
-    pub clock: Clock,
-    pub registry: DeviceRegistry,
-    pub sessions: SessionTable,
     /// API tokens in use here: revoking or expiring one ends what it holds.
     pub tokens: crate::auth::token_watch::TokenWatch,
     pub agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
@@ -47,18 +42,18 @@ pub struct AppState {
     pub renewal_limiter: Arc<crate::limits::keyed::SweptLimiter>,
     pub upgrade_limiter: Arc<PeerRateLimiter>,
     pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
-    pub audit: Audit,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
     pub public_base: Arc<str>,
-    /// Cancelled when the server starts draining: readiness turns false, nothing new
-    /// is accepted (connections, sessions, calls), calls in flight may finish.
-    pub shutdown: CancellationToken,
-    /// Cancelled when the drain's grace for calls is over: every socket closes (1001).
-    pub closing: CancellationToken,
-    /// Every agent call in flight, so the drain can wait for them.
-    pub calls: TaskTracker,
     /// Every connection task, so shutdown can wait for them.
     pub tasks: TaskTracker,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 impl std::fmt::Debug for AppState {

@@ -20,6 +20,20 @@ pub struct Clock {
 struct ClockInner {
     offset_ms: AtomicI64,
     changed: watch::Sender<i64>,
+    /// Where "now" comes from before the offset.
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    /// The system's wall clock.
+    System,
+    /// `start_ms` plus the tokio time elapsed since `base`: with tokio's time paused,
+    /// unit tests move both the timers and this clock with `tokio::time::advance`.
+    Tokio {
+        base: tokio::time::Instant,
+        start_ms: i64,
+    },
 }
 
 impl Default for Clock {
@@ -31,21 +45,40 @@ impl Default for Clock {
 impl Clock {
     /// The system clock, no offset.
     pub fn system() -> Self {
+        Self::with_source(Source::System)
+    }
+
+    /// A clock that reads tokio's time, starting at `start_ms`: for unit tests that
+    /// pause tokio's time, where the system clock would stand still while timers
+    /// move (or move while they stand still).
+    pub fn following_tokio(start_ms: i64) -> Self {
+        Self::with_source(Source::Tokio {
+            base: tokio::time::Instant::now(),
+            start_ms,
+        })
+    }
+
+    fn with_source(source: Source) -> Self {
         let (changed, _) = watch::channel(0);
         Self {
             inner: Arc::new(ClockInner {
                 offset_ms: AtomicI64::new(0),
                 changed,
+                source,
             }),
         }
     }
 
     /// Milliseconds since the Unix epoch.
     pub fn now_ms(&self) -> i64 {
-        let real = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let real = match &self.inner.source {
+            Source::System => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(ms)
+                .unwrap_or(0),
+            Source::Tokio { base, start_ms } => start_ms.saturating_add(ms(base.elapsed())),
+        };
         real.saturating_add(self.inner.offset_ms.load(Ordering::Relaxed))
     }
 
@@ -93,6 +126,16 @@ mod tests {
         assert!(clock.now_ms() - before >= 3_600_000);
         assert!(rx.has_changed().unwrap_or(false));
         assert_eq!(clock.until(clock.now_ms() - 5), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_following_tokio_moves_with_paused_time() {
+        let clock = Clock::following_tokio(1_000);
+        assert_eq!(clock.now_ms(), 1_000);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(clock.now_ms(), 6_000);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(clock.now_ms(), 7_000);
     }
 
     #[test]

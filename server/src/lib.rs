@@ -14,6 +14,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod core;
 pub mod core_error;
 pub mod devices;
 pub mod extension;
@@ -211,36 +212,40 @@ pub async fn bind_with_routes(
         source,
     })?;
     let base = public_base(&config, public_addr);
-    let state = AppState {
+    let core = core::Core {
         audit: Audit::new(store.clone(), clock.clone()),
-        token_reads: store::token_reads::TokenReads::new(store.clone()),
         store,
-        authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
-            config.limits.authorize_per_minute,
-            RATE_LIMIT_MAX_KEYS,
-        )),
-        renewal_limiter: Arc::new(limits::keyed::SweptLimiter::per_minute(
-            config.limits.renewals_per_minute_per_device,
-        )),
-        upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
-            config.limits.upgrades_per_minute,
-            RATE_LIMIT_MAX_KEYS,
-        )),
-        agent_limiter: Arc::new(limits::agent_rate::AgentRateLimiter::per_second(
-            config.limits.agent_calls_per_second_per_token,
-            config.limits.agent_calls_per_second_per_tenant,
-        )),
         config: Arc::new(config),
         clock,
         registry: DeviceRegistry::default(),
         sessions: sessions::SessionTable::default(),
-        tokens: auth::token_watch::TokenWatch::default(),
-        agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
-        public_base: Arc::from(base.as_str()),
         shutdown: CancellationToken::new(),
         closing: CancellationToken::new(),
         calls: TaskTracker::new(),
+    };
+    let limits = &core.config.limits;
+    let state = AppState {
+        token_reads: store::token_reads::TokenReads::new(core.store.clone()),
+        authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
+            limits.authorize_per_minute,
+            RATE_LIMIT_MAX_KEYS,
+        )),
+        renewal_limiter: Arc::new(crate::limits::keyed::SweptLimiter::per_minute(
+            limits.renewals_per_minute_per_device,
+        )),
+        upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
+            limits.upgrades_per_minute,
+            RATE_LIMIT_MAX_KEYS,
+        )),
+        agent_limiter: Arc::new(crate::limits::agent_rate::AgentRateLimiter::per_second(
+            limits.agent_calls_per_second_per_token,
+            limits.agent_calls_per_second_per_tenant,
+        )),
+        tokens: auth::token_watch::TokenWatch::default(),
+        agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
+        public_base: Arc::from(base.as_str()),
         tasks: TaskTracker::new(),
+        core,
     };
     let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {
         (Some(addr), Some(handle)) => Some(
@@ -255,9 +260,9 @@ pub async fn bind_with_routes(
     let limits = &state.config.limits;
     state
         .tasks
-        .spawn(devices::grant_sweep::grant_sweeper(state.clone()));
+        .spawn(devices::grant_sweep::grant_sweeper(state.core.clone()));
     state.tasks.spawn(sessions::start_stop::idle_reaper(
-        state.clone(),
+        state.core.clone(),
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),
     ));

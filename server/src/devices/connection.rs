@@ -8,6 +8,8 @@
 
 mod serve;
 mod start;
+#[cfg(test)]
+mod tests;
 
 use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
@@ -15,24 +17,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures_util::FutureExt;
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use latchkey_protocol::{CloseCode, Frame};
 use tokio::time::timeout;
 use tracing::{Instrument, info, info_span};
 
-use crate::app::AppState;
 use crate::audit::{self, Event, Priority, action};
+use crate::core::Core;
 use crate::devices::ending::End;
 use crate::devices::link::{DeviceLink, reason_for_close};
 use crate::devices::registry::Registration;
+use crate::devices::socket::{DeviceSocket, Inbound, Outbound, Text};
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
 
 /// What a device connection starts from: moved into the upgrade callback as one
 /// pointer, because that callback waits in the upgrade task until the 101 is out.
 pub struct Accepted {
-    pub state: AppState,
+    pub core: Core,
     /// Authenticated before the 101.
     pub device: DeviceRecord,
     /// The client address (through trusted proxies), for the audit trail.
@@ -45,7 +47,7 @@ pub struct Accepted {
     pub guard_key: String,
     /// The first frame, when it was read before the device was known (local mode:
     /// the handshake says which browser profile it is).
-    pub first_frame: Option<Utf8Bytes>,
+    pub first_frame: Option<Text>,
 }
 
 /// Run a device connection to its end.
@@ -58,12 +60,12 @@ pub struct Accepted {
 /// in a release build (docs/benchmarks.md): `run` as an async fn made a 3,888-byte
 /// future; the device task's allocation went from 4.6 KB to 1.5 KB per device, plus
 /// the 0.85 KB connection on the heap.
-pub fn run(
-    socket: WebSocket,
+pub fn run<S: DeviceSocket>(
+    socket: S,
     accepted: Box<Accepted>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let Accepted {
-        state,
+        core: state,
         device,
         peer,
         grant_changes,
@@ -94,9 +96,9 @@ pub fn run(
 /// A write that cannot complete within `stall` ends the connection: a device that
 /// stops reading cannot hold its task (the Close frame could not be written either,
 /// so the socket is just dropped).
-async fn stall_bounded(
+async fn stall_bounded<E>(
     stall: Duration,
-    write: impl std::future::Future<Output = Result<(), axum::Error>>,
+    write: impl std::future::Future<Output = Result<(), E>>,
 ) -> Result<(), End> {
     match timeout(stall, write).await {
         Ok(Ok(())) => Ok(()),
@@ -108,9 +110,9 @@ async fn stall_bounded(
     }
 }
 
-struct Connection {
-    socket: WebSocket,
-    state: AppState,
+struct Connection<S> {
+    socket: S,
+    state: Core,
     device: DeviceRecord,
     registration: Registration,
     handshaken: bool,
@@ -121,10 +123,10 @@ struct Connection {
     /// See [`Accepted::grant_changes`].
     grant_changes: u64,
     /// See [`Accepted::first_frame`]; taken by the handshake.
-    first_frame: Option<Utf8Bytes>,
+    first_frame: Option<Text>,
 }
 
-impl Connection {
+impl<S: DeviceSocket> Connection<S> {
     fn limits(&self) -> &crate::config::Limits {
         &self.state.config.limits
     }
@@ -191,7 +193,7 @@ impl Connection {
 
     /// Write one message, within the stall bound.
     async fn send_text(&mut self, text: String) -> Result<(), End> {
-        self.send_message(Message::Text(text.into())).await
+        self.send_message(Outbound::Text(text)).await
     }
 
     /// Write queued frames with one flush: under load several calls' requests leave
@@ -202,7 +204,7 @@ impl Connection {
         stall_bounded(stall, write).await
     }
 
-    async fn send_message(&mut self, message: Message) -> Result<(), End> {
+    async fn send_message(&mut self, message: Outbound) -> Result<(), End> {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
         stall_bounded(stall, self.socket.send(message)).await
     }
@@ -213,18 +215,14 @@ impl Connection {
     /// Pongs cannot pile up (docs/security.md).
     async fn flush_queued(&mut self) -> Result<(), End> {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
-        stall_bounded(stall, futures_util::SinkExt::flush(&mut self.socket)).await
+        stall_bounded(stall, self.socket.flush()).await
     }
 
     /// Send a Close and give the peer a moment to answer it (docs/protocol.md, "Pairing and
     /// renewal": 1 s bound).
     async fn close(&mut self, code: CloseCode) {
-        let frame = CloseFrame {
-            code: code.code(),
-            reason: code.reason().into(),
-        };
         let bound = Duration::from_secs(1);
-        if timeout(bound, self.socket.send(Message::Close(Some(frame))))
+        if timeout(bound, self.socket.send(Outbound::Close(code)))
             .await
             .is_err()
         {
@@ -234,8 +232,8 @@ impl Connection {
             metrics::histogram!(telemetry::REVOKE_CLOSE).record(since.elapsed().as_secs_f64());
         }
         let _ = timeout(bound, async {
-            while let Some(Ok(m)) = self.socket.recv().await {
-                if matches!(m, Message::Close(_)) {
+            while let Some(Ok(m)) = self.socket.next().await {
+                if m == Inbound::Close {
                     break;
                 }
             }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior, interval};
 use tracing::{debug, warn};
 
-use crate::app::AppState;
+use crate::core::Core;
 use crate::devices::grant::{FailClosed, Verdict};
 use crate::store::DeviceGrant;
 
@@ -31,7 +31,7 @@ pub struct SweepOutcome {
 }
 
 /// Run sweeps until shutdown.
-pub async fn grant_sweeper(state: AppState) {
+pub async fn grant_sweeper(state: Core) {
     let limits = state.config.limits.clone();
     let mut tick = interval(Duration::from_millis(limits.grant_recheck_ms.max(1)));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -61,7 +61,7 @@ pub async fn grant_sweeper(state: AppState) {
 }
 
 /// Re-read the grants of every online device once and close those no longer good.
-pub async fn sweep(state: &AppState) -> SweepOutcome {
+pub async fn sweep(state: &Core) -> SweepOutcome {
     let mut outcome = SweepOutcome::default();
     for (tenant_id, online) in state.registry.online_by_tenant() {
         let ids: Vec<String> = online.iter().map(|(id, _)| id.clone()).collect();

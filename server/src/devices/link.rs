@@ -6,7 +6,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use axum::extract::ws::Utf8Bytes;
 use latchkey_protocol::{Frame, RequestFrame, methods};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -14,6 +13,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core_error::CoreError;
+use crate::devices::socket::Text;
 use crate::telemetry::metrics::OUTBOX_FRAMES;
 
 /// An answer from the extension: its result, or its error (or the gateway's, when
@@ -28,7 +28,7 @@ pub type Reply = Result<RawResult, CoreError>;
 pub enum RawResult {
     /// `frame[start..end]`, already validated as one JSON value.
     Slice {
-        frame: Utf8Bytes,
+        frame: Text,
         start: usize,
         end: usize,
     },
@@ -38,7 +38,7 @@ pub enum RawResult {
 
 impl RawResult {
     /// The slice of `frame` that `value` borrows from; `None` if it is not one.
-    pub fn slice_of(frame: &Utf8Bytes, value: &RawValue) -> Option<Self> {
+    pub fn slice_of(frame: &Text, value: &RawValue) -> Option<Self> {
         let text = frame.as_str();
         let start = (value.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
         let end = start.checked_add(value.get().len())?;
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_result_is_a_slice_of_its_frame_and_serialises_as_itself() {
-        let frame = Utf8Bytes::from(r#"{"id":"7","result":{"a":[1,"x\"y"]}}"#);
+        let frame = Text::from(r#"{"id":"7","result":{"a":[1,"x\"y"]}}"#);
         let (id, value) = Frame::parse_success_raw(frame.as_str()).expect("a success");
         assert_eq!(id, "7");
         let result = RawResult::slice_of(&frame, value).expect("borrowed from the frame");

@@ -10,5 +10,6 @@ pub mod grant_sweep;
 pub mod handshake;
 pub mod link;
 pub mod registry;
+pub mod socket;
 
 pub use registry::DeviceRegistry;

@@ -23,6 +23,7 @@ use latchkey_protocol::authorize::clean_label;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame};
 use sha2::{Digest, Sha256};
 
+use super::device_socket::WsDeviceSocket;
 use super::reply::Refusal;
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
@@ -131,13 +132,13 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
     }
     let accepted = Box::new(Accepted {
         guard_key: guard_key(&extension_id),
-        state,
+        core: state.core,
         device,
         peer,
         grant_changes,
-        first_frame: Some(first),
+        first_frame: Some(first.into()),
     });
-    crate::devices::connection::run(socket, accepted).await;
+    crate::devices::connection::run(WsDeviceSocket::new(socket), accepted).await;
 }
 
 /// The first text message (Pings are answered by the WebSocket layer meanwhile);

@@ -4,6 +4,7 @@
 //! reacts correctly.
 
 pub mod authorize;
+pub mod device_socket;
 pub mod local;
 pub mod reply;
 pub mod upgrade;

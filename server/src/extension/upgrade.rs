@@ -138,14 +138,17 @@ pub async fn extension_socket(
     // One pointer waits in the upgrade task, not the connection's whole start.
     let accepted = Box::new(crate::devices::connection::Accepted {
         guard_key: device.id.clone(),
-        state,
+        core: state.core,
         device,
         peer: client,
         grant_changes,
         first_frame: None,
     });
     ws.on_upgrade(move |socket| {
-        tracker.track_future(crate::devices::connection::run(socket, accepted))
+        tracker.track_future(crate::devices::connection::run(
+            super::device_socket::WsDeviceSocket::new(socket),
+            accepted,
+        ))
     })
     .into_response()
 }

@@ -12,8 +12,8 @@ use latchkey_protocol::{RequestFrame, text};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 
-use crate::app::AppState;
 use crate::auth::secret;
+use crate::core::Core;
 use crate::core_error::CoreError;
 use crate::devices::link::{DeviceLink, RawResult, Reply};
 use crate::sessions::table::{Abort, BusyGuard, Session};
@@ -207,7 +207,7 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawRe
 
 /// Run one agent call on `session`, and count it.
 pub async fn call(
-    state: &AppState,
+    state: &Core,
     session: &Arc<Session>,
     call: ToolCall,
 ) -> Result<RawResult, CoreError> {
@@ -265,7 +265,7 @@ pub fn check_method(method: &str) -> Result<(), CoreError> {
 }
 
 async fn run_call(
-    state: &AppState,
+    state: &Core,
     session: &Arc<Session>,
     call: ToolCall,
 ) -> Result<RawResult, CoreError> {

@@ -10,10 +10,10 @@ use latchkey_protocol::effect::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
+use crate::core::Core;
 use crate::core_error::CoreError;
 use crate::sessions::calls::{forward, send};
 use crate::sessions::table::{Abort, Session, end_session};
@@ -23,7 +23,7 @@ pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
 
 /// Which online device of the tenant a new session goes to.
 fn choose_device(
-    state: &AppState,
+    state: &Core,
     tenant_id: &str,
     browser_id: Option<&str>,
 ) -> Result<String, CoreError> {
@@ -44,7 +44,7 @@ fn choose_device(
 /// Open an Agent Window on a device. On a timeout the start is cancelled, and a late
 /// success is rolled back with `tool.session_stop`.
 pub async fn start(
-    state: &AppState,
+    state: &Core,
     principal: &Principal,
     req: StartSessionRequest,
 ) -> Result<Arc<Session>, CoreError> {
@@ -58,7 +58,7 @@ pub async fn start(
 }
 
 async fn start_session(
-    state: &AppState,
+    state: &Core,
     principal: &Principal,
     req: StartSessionRequest,
 ) -> Result<Arc<Session>, CoreError> {
@@ -193,7 +193,7 @@ async fn start_session(
 /// Stop a session: refuse new calls, abort one in flight, then `tool.session_stop`.
 /// When tabs could not be returned the session stays open so the stop can be retried.
 pub async fn stop(
-    state: &AppState,
+    state: &Core,
     session: &Arc<Session>,
     reason: &str,
 ) -> Result<StopSessionResult, CoreError> {
@@ -202,7 +202,7 @@ pub async fn stop(
 }
 
 async fn stop_session(
-    state: &AppState,
+    state: &Core,
     session: &Arc<Session>,
     reason: &str,
 ) -> Result<StopSessionResult, CoreError> {
@@ -279,7 +279,7 @@ async fn stop_session(
 /// it: the call in flight fails with the token's code, listeners get
 /// `session_ended` with reason `token_revoked` or `token_expired`, and the Agent
 /// Window is closed in the browser. Returns at once when the session ends first.
-pub async fn end_with_token(state: AppState, session: Arc<Session>) {
+pub async fn end_with_token(state: Core, session: Arc<Session>) {
     let end = tokio::select! {
         end = session.lease.ended() => end,
         _ = session.ended() => return,
@@ -287,7 +287,7 @@ pub async fn end_with_token(state: AppState, session: Arc<Session>) {
     end_for_token(&state, &session, end).await;
 }
 
-async fn end_for_token(state: &AppState, session: &Arc<Session>, end: TokenEnd) {
+async fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
     // Nobody may use it from now on: gone from the table, ended for its listeners,
     // its call in flight answered with the token's code.
     session.set_stopping(true);
@@ -323,7 +323,7 @@ async fn end_for_token(state: &AppState, session: &Arc<Session>, end: TokenEnd) 
 }
 
 /// Stop sessions idle longer than the limit (skipping busy ones), every `tick`.
-pub async fn idle_reaper(state: AppState, idle: Duration, tick: Duration) {
+pub async fn idle_reaper(state: Core, idle: Duration, tick: Duration) {
     let mut interval = tokio::time::interval(tick);
     interval.tick().await;
     loop {

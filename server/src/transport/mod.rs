@@ -82,19 +82,19 @@ pub fn websocket_settings<F>(
 
 /// Write `frames` as text messages with one flush after the last, counting each for
 /// `peer` ("device" or "agent"): frames that are ready together leave in one write.
-pub async fn write_text_frames<S>(
+pub async fn write_text_frames<S, M>(
     sink: &mut S,
     frames: impl IntoIterator<Item = String>,
     peer: &'static str,
-) -> Result<(), axum::Error>
+) -> Result<(), S::Error>
 where
-    S: futures_util::Sink<axum::extract::ws::Message, Error = axum::Error> + Unpin,
+    S: futures_util::Sink<M> + Unpin,
+    M: From<String>,
 {
     use futures_util::SinkExt;
     for text in frames {
         crate::telemetry::metrics::frame("out", peer, text.len());
-        sink.feed(axum::extract::ws::Message::Text(text.into()))
-            .await?;
+        sink.feed(M::from(text)).await?;
     }
     sink.flush().await
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::ws::{Message, Utf8Bytes};
+use futures_util::StreamExt;
 use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::{CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
 use tokio::time::{Instant, interval, sleep};
@@ -15,10 +15,11 @@ use crate::core_error::CoreError;
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::link::{DeviceLink, RawResult};
+use crate::devices::socket::{DeviceSocket, Inbound, Outbound, Text};
 use crate::sessions::table::{Abort, end_session};
 use crate::telemetry::metrics as telemetry;
 
-impl Connection {
+impl<S: DeviceSocket> Connection<S> {
     /// After the handshake: frames, liveness, expiry and close signals.
     pub(super) async fn serve(&mut self) -> End {
         let limits = self.limits().clone();
@@ -51,30 +52,30 @@ impl Connection {
                 }
                 code = close_signal(&mut close_rx) => break End::close(code, "closed by server"),
                 _ = shutdown.cancelled() => break End::close(CloseCode::GoingAway, "shutdown"),
-                msg = self.socket.recv() => {
+                msg = self.socket.next() => {
                     let msg = match msg {
                         None => break End::gone("peer went away"),
-                        Some(Err(e)) => break read_failed(&e),
+                        Some(Err(e)) => break read_failed(e),
                         Some(Ok(m)) => m,
                     };
                     self.registration.state.last_seen_ms.store(self.state.clock.now_ms(), Ordering::Relaxed);
                     match msg {
-                        Message::Text(text) => {
+                        Inbound::Text(text) => {
                             telemetry::frame("in", "device", text.len());
                             if let Err(end) = self.on_text(&text, &link, &mut heartbeat_seen).await {
                                 break end;
                             }
                         }
-                        Message::Close(_) => break End::peer_closed("peer closed"),
+                        Inbound::Close => break End::peer_closed("peer closed"),
                         // Binary is ignored (docs/protocol.md, "Frames"); the WebSocket
                         // layer queued the Pong to a Ping, written out here.
-                        Message::Binary(_) => telemetry::frame_dropped("binary"),
-                        Message::Ping(_) => {
+                        Inbound::Binary => telemetry::frame_dropped("binary"),
+                        Inbound::Ping => {
                             if let Err(end) = self.flush_queued().await {
                                 break end;
                             }
                         }
-                        Message::Pong(_) => {}
+                        Inbound::Pong => {}
                     }
                 }
                 _ = reaper.tick() => {
@@ -89,7 +90,7 @@ impl Connection {
                         break End::close(CloseCode::IdleTimeout, "no answer to pings");
                     }
                     if silent >= ms(limits.ping_after_ms)
-                        && let Err(end) = self.send_message(Message::Ping(Default::default())).await
+                        && let Err(end) = self.send_message(Outbound::Ping).await
                     {
                         break end;
                     }
@@ -116,7 +117,7 @@ impl Connection {
 
     async fn on_text(
         &mut self,
-        frame: &Utf8Bytes,
+        frame: &Text,
         link: &DeviceLink,
         heartbeat_seen: &mut bool,
     ) -> Result<(), End> {

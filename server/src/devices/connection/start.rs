@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::ws::Message;
+use futures_util::StreamExt;
 use latchkey_protocol::handshake::HandshakeParams;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame, text};
 use tokio::time::timeout;
@@ -18,9 +18,10 @@ use crate::devices::grant::{FailClosed, Verdict};
 use crate::devices::handshake;
 use crate::devices::link::DeviceLink;
 use crate::devices::registry::AttachError;
+use crate::devices::socket::{DeviceSocket, Inbound};
 use crate::telemetry::metrics as telemetry;
 
-impl Connection {
+impl<S: DeviceSocket> Connection<S> {
     /// Everything up to the handshake's answer and the connect audit event.
     pub(super) async fn start(&mut self) -> Result<(), End> {
         if let Some(code) = self.pending_close() {
@@ -159,22 +160,22 @@ impl Connection {
     async fn read_handshake(&mut self) -> Result<(String, HandshakeParams), End> {
         loop {
             let msg = match self.first_frame.take() {
-                Some(text) => Message::Text(text),
-                None => match self.socket.recv().await {
+                Some(text) => Inbound::Text(text),
+                None => match self.socket.next().await {
                     None => return Err(End::gone("closed before handshake")),
-                    Some(Err(e)) => return Err(read_failed(&e)),
+                    Some(Err(e)) => return Err(read_failed(e)),
                     Some(Ok(m)) => m,
                 },
             };
             let text = match msg {
-                Message::Text(t) => t,
-                Message::Ping(_) => {
+                Inbound::Text(t) => t,
+                Inbound::Ping => {
                     self.flush_queued().await?;
                     continue;
                 }
-                Message::Pong(_) => continue,
-                Message::Close(_) => return Err(End::peer_closed("closed before handshake")),
-                Message::Binary(_) => {
+                Inbound::Pong => continue,
+                Inbound::Close => return Err(End::peer_closed("closed before handshake")),
+                Inbound::Binary => {
                     return Err(End::close(CloseCode::PolicyViolation, "binary first frame"));
                 }
             };

@@ -1,0 +1,57 @@
+//! The session core's handle: what sessions, calls, device connections and the
+//! sweeps need, and nothing a surface owns (no HTTP, no rate limiters, no pairing).
+//!
+//! Every surface reaches the core through this door: the extension endpoints hand
+//! it a device socket, the agent REST and WebSocket APIs (and the surfaces to come)
+//! start sessions and make calls with it. `AppState` holds one and derefs to it, so
+//! a handler passes `&state` where the core asks for `&Core`.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::audit::Audit;
+use crate::clock::Clock;
+use crate::config::{Config, Limits};
+use crate::devices::DeviceRegistry;
+use crate::sessions::SessionTable;
+use crate::store::Store;
+
+/// Cheap to clone: every field is a shared handle.
+#[derive(Clone)]
+pub struct Core {
+    /// Grants, devices and the audit trail's rows.
+    pub store: Arc<dyn Store>,
+    /// The node's configuration; the core reads its limits.
+    pub config: Arc<Config>,
+    /// Wall-clock time, movable in tests.
+    pub clock: Clock,
+    /// Which device's socket is here, and the door to close it.
+    pub registry: DeviceRegistry,
+    /// Every open session on this node.
+    pub sessions: SessionTable,
+    /// The audit trail and the connection bookkeeping, written in group commits.
+    pub audit: Audit,
+    /// Cancelled when the node starts draining: nothing new is taken.
+    pub shutdown: CancellationToken,
+    /// Cancelled when the drain's grace for calls is over: every socket closes.
+    pub closing: CancellationToken,
+    /// Every call and session start in flight, so the drain can wait for them.
+    pub calls: TaskTracker,
+}
+
+impl Core {
+    /// The tunables the core runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.config.limits
+    }
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("backend", &self.store.backend())
+            .finish_non_exhaustive()
+    }
+}

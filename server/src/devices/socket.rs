@@ -1,0 +1,178 @@
+//! The device socket as the core sees it: a `Stream` of [`Inbound`] messages and a
+//! `Sink` of [`Outbound`] ones. The connection task is generic over it, so it runs
+//! the same over a WebSocket (the extension surface adapts axum's), over channels
+//! in unit tests, and over a link to another replica later.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::{Sink, Stream};
+use latchkey_protocol::CloseCode;
+
+/// A text message's payload, UTF-8 checked once by the WebSocket layer and shared,
+/// never copied: a result is relayed to the agent as a slice of it. It keeps the
+/// WebSocket layer's own buffer type because turning that into another would
+/// either copy or check the UTF-8 again (the workspace forbids `unsafe`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Text(axum::extract::ws::Utf8Bytes);
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The WebSocket layer's buffer (for its adapter).
+    pub fn into_utf8_bytes(self) -> axum::extract::ws::Utf8Bytes {
+        self.0
+    }
+}
+
+impl From<axum::extract::ws::Utf8Bytes> for Text {
+    fn from(text: axum::extract::ws::Utf8Bytes) -> Self {
+        Self(text)
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Self(text.into())
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        Self(text.into())
+    }
+}
+
+/// What a device sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inbound {
+    Text(Text),
+    /// Ignored (docs/protocol.md, "Frames"); its bytes are not kept.
+    Binary,
+    /// The WebSocket layer has queued the Pong; the task flushes it.
+    Ping,
+    Pong,
+    Close,
+}
+
+/// What the core sends to a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outbound {
+    Text(String),
+    Ping,
+    Close(CloseCode),
+}
+
+impl From<String> for Outbound {
+    fn from(text: String) -> Self {
+        Outbound::Text(text)
+    }
+}
+
+/// Why reading failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// The peer broke the WebSocket protocol: close with this RFC 6455 code.
+    Protocol(CloseCode),
+    /// The connection is gone.
+    Gone,
+}
+
+/// Writing failed: the connection is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the device socket is closed")]
+pub struct SendFailed;
+
+/// Anything the connection task can run over.
+pub trait DeviceSocket:
+    Stream<Item = Result<Inbound, ReadError>>
+    + Sink<Outbound, Error = SendFailed>
+    + Unpin
+    + Send
+    + 'static
+{
+}
+
+impl<S> DeviceSocket for S where
+    S: Stream<Item = Result<Inbound, ReadError>>
+        + Sink<Outbound, Error = SendFailed>
+        + Unpin
+        + Send
+        + 'static
+{
+}
+
+/// A device socket made of two channels, for unit tests of the connection task and
+/// for links that are not WebSockets. The other end is a [`ChannelPeer`].
+#[derive(Debug)]
+pub struct ChannelSocket {
+    inbound: futures_channel::mpsc::Receiver<Result<Inbound, ReadError>>,
+    outbound: futures_channel::mpsc::Sender<Outbound>,
+}
+
+/// The device's end of a [`ChannelSocket`].
+#[derive(Debug)]
+pub struct ChannelPeer {
+    pub send: futures_channel::mpsc::Sender<Result<Inbound, ReadError>>,
+    pub recv: futures_channel::mpsc::Receiver<Outbound>,
+}
+
+/// A connected pair holding at most `capacity` messages each way: a peer that stops
+/// reading makes the core's writes wait, as a full TCP window does.
+pub fn channel_pair(capacity: usize) -> (ChannelSocket, ChannelPeer) {
+    let (to_core, inbound) = futures_channel::mpsc::channel(capacity);
+    let (outbound, from_core) = futures_channel::mpsc::channel(capacity);
+    (
+        ChannelSocket { inbound, outbound },
+        ChannelPeer {
+            send: to_core,
+            recv: from_core,
+        },
+    )
+}
+
+impl Stream for ChannelSocket {
+    type Item = Result<Inbound, ReadError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.inbound).poll_next(cx)
+    }
+}
+
+impl Sink<Outbound> for ChannelSocket {
+    type Error = SendFailed;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.outbound)
+            .poll_ready(cx)
+            .map_err(|_| SendFailed)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, item: Outbound) -> Result<(), SendFailed> {
+        Pin::new(&mut self.outbound)
+            .start_send(item)
+            .map_err(|_| SendFailed)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.outbound)
+            .poll_flush(cx)
+            .map_err(|_| SendFailed)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.outbound)
+            .poll_close(cx)
+            .map_err(|_| SendFailed)
+    }
+}

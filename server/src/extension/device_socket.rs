@@ -1,0 +1,76 @@
+//! axum's WebSocket as the core's device socket ([`crate::devices::socket`]): the
+//! one place the device connection meets the WebSocket library's types.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::{Sink, Stream};
+
+use crate::devices::socket::{Inbound, Outbound, ReadError, SendFailed};
+
+/// An upgraded `/extension` socket, speaking the core's messages.
+#[derive(Debug)]
+pub struct WsDeviceSocket(WebSocket);
+
+impl WsDeviceSocket {
+    pub fn new(socket: WebSocket) -> Self {
+        Self(socket)
+    }
+}
+
+impl Stream for WsDeviceSocket {
+    type Item = Result<Inbound, ReadError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let message = match ready!(Pin::new(&mut self.0).poll_next(cx)) {
+            None => return Poll::Ready(None),
+            Some(Err(e)) => {
+                return Poll::Ready(Some(Err(
+                    match crate::transport::close_for_read_error(&e) {
+                        Some(code) => ReadError::Protocol(code),
+                        None => ReadError::Gone,
+                    },
+                )));
+            }
+            Some(Ok(m)) => m,
+        };
+        Poll::Ready(Some(Ok(match message {
+            Message::Text(text) => Inbound::Text(text.into()),
+            Message::Binary(_) => Inbound::Binary,
+            Message::Ping(_) => Inbound::Ping,
+            Message::Pong(_) => Inbound::Pong,
+            Message::Close(_) => Inbound::Close,
+        })))
+    }
+}
+
+impl Sink<Outbound> for WsDeviceSocket {
+    type Error = SendFailed;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.0).poll_ready(cx).map_err(|_| SendFailed)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, item: Outbound) -> Result<(), SendFailed> {
+        let message = match item {
+            Outbound::Text(text) => Message::Text(text.into()),
+            Outbound::Ping => Message::Ping(Default::default()),
+            Outbound::Close(code) => Message::Close(Some(CloseFrame {
+                code: code.code(),
+                reason: code.reason().into(),
+            })),
+        };
+        Pin::new(&mut self.0)
+            .start_send(message)
+            .map_err(|_| SendFailed)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.0).poll_flush(cx).map_err(|_| SendFailed)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
+        Pin::new(&mut self.0).poll_close(cx).map_err(|_| SendFailed)
+    }
+}
