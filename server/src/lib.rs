@@ -16,6 +16,8 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod core_error;
+#[cfg(test)]
+mod core_testing;
 pub mod devices;
 pub mod extension;
 pub mod failpoint;

@@ -4,5 +4,7 @@
 pub mod calls;
 pub mod start_stop;
 pub mod table;
+#[cfg(test)]
+mod tests;
 
 pub use table::SessionTable;
