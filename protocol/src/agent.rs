@@ -134,11 +134,52 @@ pub enum SessionEvent {
 }
 
 impl SessionEvent {
+    /// The event's name on the agent socket (an event frame's `event`). The first
+    /// two are the extension's own event names, relayed as they came.
+    pub const fn socket_name(&self) -> &'static str {
+        match self {
+            SessionEvent::WindowClosed { .. } => crate::methods::EVENT_WINDOW_CLOSED,
+            SessionEvent::UserInterrupt { .. } => crate::methods::EVENT_USER_INTERRUPT,
+            SessionEvent::SessionEnded { .. } => "session.ended",
+        }
+    }
+
+    /// The event's name in a server-sent event stream (`event:`): the serde tag.
+    pub const fn stream_name(&self) -> &'static str {
+        match self {
+            SessionEvent::WindowClosed { .. } => "window_closed",
+            SessionEvent::UserInterrupt { .. } => "user_interrupt",
+            SessionEvent::SessionEnded { .. } => "session_ended",
+        }
+    }
+
     pub fn session_id(&self) -> &str {
         match self {
             SessionEvent::WindowClosed { session_id }
             | SessionEvent::UserInterrupt { session_id }
             | SessionEvent::SessionEnded { session_id, .. } => session_id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_event_is_named_by_its_type_tag() {
+        let id = || "s".to_string();
+        for event in [
+            SessionEvent::WindowClosed { session_id: id() },
+            SessionEvent::UserInterrupt { session_id: id() },
+            SessionEvent::SessionEnded {
+                session_id: id(),
+                reason: "stopped".into(),
+            },
+        ] {
+            let json = serde_json::to_value(&event).expect("serialises");
+            assert_eq!(json["type"], event.stream_name());
+            assert!(event.socket_name().starts_with("session."));
         }
     }
 }

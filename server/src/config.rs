@@ -2,18 +2,14 @@
 //! resolve into one [`Config`], which [`Config::problems`] checks as a whole so an
 //! operator sees every mistake at once.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 /// Default port of the metrics listener (on loopback).
 pub const DEFAULT_METRICS_PORT: u16 = 9652;
-
-/// Default listen address: the port local BrowserSkill extensions dial.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:52800";
 
 /// PEM files for native TLS termination.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,12 +157,6 @@ impl Default for Limits {
             max_sessions_per_token: 16,
             max_replacements_per_minute: 10,
         }
-    }
-}
-
-impl Limits {
-    pub fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
     }
 }
 
@@ -445,11 +435,6 @@ impl Config {
             c.database_url = Some(u.to_string());
         }
         c
-    }
-
-    /// Whether requests from `ip` may claim another client address.
-    pub fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
-        self.trusted_proxies.iter().any(|n| n.contains(&ip))
     }
 }
 

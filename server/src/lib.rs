@@ -5,24 +5,24 @@
 //! address and a graceful [`ServerHandle::shutdown`]. `main` only parses arguments,
 //! sets up logging and calls it; tests call it with port 0.
 
-pub mod admin;
-pub mod agent;
-pub mod api_error;
+pub(crate) mod admin;
+pub(crate) mod agent;
+pub(crate) mod api_error;
 pub mod app;
-pub mod audit;
+pub(crate) mod audit;
 pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod core;
-pub mod core_error;
+pub(crate) mod core_error;
 #[cfg(test)]
 mod core_testing;
 pub mod devices;
 pub mod extension;
-pub mod failpoint;
+pub(crate) mod failpoint;
 pub mod limits;
-pub mod sessions;
+pub(crate) mod sessions;
 pub mod store;
 pub mod telemetry;
 pub mod transport;

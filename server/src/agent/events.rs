@@ -40,11 +40,7 @@ pub async fn stream(
             match received {
                 Ok(event) => {
                     let last = matches!(event, SessionEvent::SessionEnded { .. });
-                    let name = match &event {
-                        SessionEvent::WindowClosed { .. } => "window_closed",
-                        SessionEvent::UserInterrupt { .. } => "user_interrupt",
-                        SessionEvent::SessionEnded { .. } => "session_ended",
-                    };
+                    let name = event.stream_name();
                     let data = serde_json::to_string(&event).unwrap_or_default();
                     let item = Ok(Event::default().event(name).data(data));
                     return Some((item, if last { None } else { Some((rx, lease)) }));

@@ -59,14 +59,9 @@ pub(super) fn reply(id: &str, result: Reply) -> String {
 }
 
 fn event_frame(event: &SessionEvent) -> String {
-    let name = match event {
-        SessionEvent::WindowClosed { .. } => "session.window_closed",
-        SessionEvent::UserInterrupt { .. } => "session.user_interrupt",
-        SessionEvent::SessionEnded { .. } => "session.ended",
-    };
     let payload = serde_json::to_value(event).unwrap_or_default();
     Frame::Event(EventFrame {
-        event: name.to_string(),
+        event: event.socket_name().to_string(),
         payload,
     })
     .to_text()

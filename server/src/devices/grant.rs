@@ -128,11 +128,6 @@ impl FailClosed {
         let since = *self.failing_since.get_or_insert(now);
         (now.duration_since(since) >= self.grace).then_some(Verdict::Unconfirmed)
     }
-
-    /// Since when the store has been failing, if it is.
-    pub fn failing_since(&self) -> Option<Instant> {
-        self.failing_since
-    }
 }
 
 #[cfg(test)]
