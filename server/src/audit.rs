@@ -1,15 +1,18 @@
 //! The audit trail: who did what to which target, and how it ended. Metadata only:
 //! never a parameter value, a label typed by a user beyond the device label, or a
 //! secret. A failure to write an audit event is logged and does not fail the action
-//! it describes (the action already happened).
+//! it describes (the action already happened). The rows are written by the store's
+//! group-commit writer (`store/group_commit.rs`), together with the connection
+//! bookkeeping queued meanwhile.
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
 use latchkey_protocol::text;
-use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{DeviceSeen, NewAuditEvent, Store, StoreError};
+use crate::clock::Clock;
+use crate::store::group_commit::GroupCommit;
+pub use crate::store::group_commit::Priority;
+use crate::store::{DeviceSeen, NewAuditEvent, Store};
 
 /// Stable action names.
 pub mod action {
@@ -32,27 +35,15 @@ pub mod action {
 
 #[derive(Clone)]
 pub struct Audit {
-    store: Arc<dyn Store>,
     clock: Clock,
-    /// Rows someone is waiting on before answering a peer (a handshake, an admin).
-    urgent: mpsc::Sender<Pending>,
-    /// Bookkeeping after the fact (connect and disconnect records): committed as
-    /// surely, but never ahead of urgent rows, so a storm of disconnects cannot
-    /// delay the handshakes of the reconnects.
-    background: mpsc::Sender<Pending>,
+    /// Writes the rows, in one transaction with whatever else is queued.
+    writer: GroupCommit,
     /// When each throttled kind of row was last written ([`Audit::due`]).
     throttle: Arc<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>>,
 }
 
 /// Throttle keys kept before those that are due again are swept.
 const THROTTLE_KEYS_SWEEP_AT: usize = 4096;
-
-/// Which queue a row waits in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
-    Urgent,
-    Background,
-}
 
 impl std::fmt::Debug for Audit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,29 +62,12 @@ pub struct Event<'a> {
     pub detail: Option<String>,
 }
 
-/// Rows waiting for the group commit, and the caller waiting on them.
-struct Pending {
-    seen: Option<DeviceSeen>,
-    event: Option<NewAuditEvent>,
-    done: oneshot::Sender<Result<(), StoreError>>,
-}
-
-/// Requests queued for the writer before callers wait for room.
-const WRITER_QUEUE: usize = 4096;
-/// Rows in one transaction at most.
-const MAX_BATCH: usize = 512;
-
 impl Audit {
     /// Starts the group-commit writer on the current runtime.
     pub fn new(store: Arc<dyn Store>, clock: Clock) -> Self {
-        let (urgent, urgent_queue) = mpsc::channel(WRITER_QUEUE);
-        let (background, background_queue) = mpsc::channel(WRITER_QUEUE);
-        tokio::spawn(group_commit(store.clone(), urgent_queue, background_queue));
         Self {
-            store,
             clock,
-            urgent,
-            background,
+            writer: GroupCommit::start(store),
             throttle: Arc::default(),
         }
     }
@@ -167,66 +141,8 @@ impl Audit {
             detail: e.detail.map(|d| bounded(&d, text::MAX_AUDIT_DETAIL_CHARS)),
         };
         let action = row.action.clone();
-        if let Err(err) = self.commit(priority, seen, Some(row)).await {
+        if let Err(err) = self.writer.commit(priority, seen, Some(row)).await {
             tracing::warn!(error = %err, action, "audit event not written");
-        }
-    }
-
-    async fn commit(
-        &self,
-        priority: Priority,
-        seen: Option<DeviceSeen>,
-        event: Option<NewAuditEvent>,
-    ) -> Result<(), StoreError> {
-        let (done, answer) = oneshot::channel();
-        let queue = match priority {
-            Priority::Urgent => &self.urgent,
-            Priority::Background => &self.background,
-        };
-        match queue.send(Pending { seen, event, done }).await {
-            Ok(()) => answer
-                .await
-                .unwrap_or_else(|_| Err(StoreError::Unavailable("audit writer stopped".into()))),
-            // The writer is gone (runtime shutting down): write directly.
-            Err(mpsc::error::SendError(p)) => {
-                let seen: Vec<DeviceSeen> = p.seen.into_iter().collect();
-                let events: Vec<NewAuditEvent> = p.event.into_iter().collect();
-                self.store.record_activity(&seen, &events).await
-            }
-        }
-    }
-}
-
-/// The writer: takes whatever is queued, urgent rows first (up to [`MAX_BATCH`]),
-/// commits it in one transaction and answers every waiter. While one commit runs
-/// the next batch gathers, so the commit rate follows the store's speed with no
-/// timer.
-async fn group_commit(
-    store: Arc<dyn Store>,
-    mut urgent: mpsc::Receiver<Pending>,
-    mut background: mpsc::Receiver<Pending>,
-) {
-    loop {
-        let first = tokio::select! {
-            biased;
-            Some(p) = urgent.recv() => p,
-            Some(p) = background.recv() => p,
-            else => break,
-        };
-        let mut batch = vec![first];
-        for queue in [&mut urgent, &mut background] {
-            while batch.len() < MAX_BATCH {
-                match queue.try_recv() {
-                    Ok(p) => batch.push(p),
-                    Err(_) => break,
-                }
-            }
-        }
-        let seen: Vec<DeviceSeen> = batch.iter().filter_map(|p| p.seen.clone()).collect();
-        let events: Vec<NewAuditEvent> = batch.iter().filter_map(|p| p.event.clone()).collect();
-        let result = store.record_activity(&seen, &events).await;
-        for p in batch {
-            let _ = p.done.send(result.clone());
         }
     }
 }

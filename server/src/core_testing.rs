@@ -117,7 +117,7 @@ impl Harness {
         (task, peer)
     }
 
-    pub(crate) fn link(&self) -> Arc<crate::devices::link::DeviceLink> {
+    pub(crate) fn link(&self) -> Arc<dyn crate::devices::link::Link> {
         self.core.registry.link(&self.device.id).expect("online")
     }
 }

@@ -75,6 +75,46 @@ impl serde::Serialize for RawResult {
     }
 }
 
+/// What the session core calls on a device, wherever its socket is: the interface
+/// between the call pipeline and a connection. [`DeviceLink`] is the link to a
+/// socket on this node; a link to a socket on another replica is another
+/// implementation, and the session logic does not change.
+pub trait Link: Send + Sync + std::fmt::Debug {
+    /// One of the device's call slots, if any is free (the in-flight cap).
+    fn try_permit(&self) -> Option<OwnedSemaphorePermit>;
+    /// Send `request` and register for its answer; nothing is sent on an error.
+    fn forward(&self, request: RequestFrame) -> Result<oneshot::Receiver<Reply>, CoreError>;
+    /// Ask the device to abort a forwarded request (fire and forget).
+    fn send_cancel(&self, rpc_id: &str);
+    /// Stop waiting for `rpc_id`; a late answer is dropped.
+    fn forget(&self, rpc_id: &str);
+    /// Whether the connection has ended.
+    fn is_closed(&self) -> bool;
+    /// Why the connection ended (a generic disconnect if it has not).
+    fn close_reason(&self) -> CoreError;
+}
+
+impl Link for DeviceLink {
+    fn try_permit(&self) -> Option<OwnedSemaphorePermit> {
+        DeviceLink::try_permit(self)
+    }
+    fn forward(&self, request: RequestFrame) -> Result<oneshot::Receiver<Reply>, CoreError> {
+        DeviceLink::forward(self, request)
+    }
+    fn send_cancel(&self, rpc_id: &str) {
+        DeviceLink::send_cancel(self, rpc_id)
+    }
+    fn forget(&self, rpc_id: &str) {
+        DeviceLink::forget(self, rpc_id)
+    }
+    fn is_closed(&self) -> bool {
+        DeviceLink::is_closed(self)
+    }
+    fn close_reason(&self) -> CoreError {
+        DeviceLink::close_reason(self)
+    }
+}
+
 /// Frames queued for one socket; beyond this the caller gets `capacity_reached`.
 pub const OUTBOX_CAPACITY: usize = 256;
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use latchkey_protocol::CloseCode;
 use tokio::sync::watch;
 
-use crate::devices::link::{DeviceLink, reason_for_close};
+use crate::devices::link::{DeviceLink, Link, reason_for_close};
 
 /// State a connection shares with readers such as the admin device list.
 #[derive(Debug, Default)]
@@ -274,11 +274,12 @@ impl DeviceRegistry {
     }
 
     /// How calls reach the device's socket, if it is online.
-    pub fn link(&self, device_id: &str) -> Option<Arc<DeviceLink>> {
+    pub fn link(&self, device_id: &str) -> Option<Arc<dyn Link>> {
         self.entries()
             .get(device_id)
             .and_then(|e| e.link.clone())
             .filter(|l| !l.is_closed())
+            .map(|l| l as Arc<dyn Link>)
     }
 
     /// Ids of the tenant's devices that are online (handshaken) on this node.

@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot, watch};
 use crate::auth::secret;
 use crate::core::Core;
 use crate::core_error::CoreError;
-use crate::devices::link::{DeviceLink, RawResult, Reply};
+use crate::devices::link::{Link, RawResult, Reply};
 use crate::sessions::table::{Abort, BusyGuard, Session};
 use crate::telemetry::metrics as telemetry;
 
@@ -64,7 +64,7 @@ pub fn deadline(call: &ToolCall) -> Result<Duration, CoreError> {
 /// (deadline, abort, caller gone) sends `cancel` and keeps the session busy until
 /// the final answer or the grace ends, in the background.
 struct InFlight {
-    link: Arc<DeviceLink>,
+    link: Arc<dyn Link>,
     rpc_id: String,
     reply: Option<oneshot::Receiver<Reply>>,
     hold: Option<(Option<BusyGuard>, OwnedSemaphorePermit)>,
@@ -101,7 +101,7 @@ impl Drop for InFlight {
 /// Take a call slot and queue one request; the id, the answer's receiver, and the
 /// slot (held until the answer or the cancel grace).
 pub fn send(
-    link: &DeviceLink,
+    link: &dyn Link,
     method: &str,
     params: Map<String, Value>,
 ) -> Result<(String, oneshot::Receiver<Reply>, OwnedSemaphorePermit), CoreError> {
@@ -118,14 +118,14 @@ pub fn send(
 /// Forward `method` with `params` to the device and wait for the answer, the
 /// deadline or an abort.
 pub async fn forward(
-    link: Arc<DeviceLink>,
+    link: Arc<dyn Link>,
     busy: Option<BusyGuard>,
     method: &str,
     params: Map<String, Value>,
     deadline: Duration,
     mut abort: Option<watch::Receiver<Option<Abort>>>,
 ) -> Result<RawResult, CoreError> {
-    let (rpc_id, rx, permit) = send(&link, method, params)?;
+    let (rpc_id, rx, permit) = send(link.as_ref(), method, params)?;
     let mut inflight = InFlight {
         link,
         rpc_id,

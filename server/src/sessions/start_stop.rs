@@ -137,7 +137,7 @@ async fn start_session(
     let outcome = tokio::spawn(async move {
         let session = task_session;
         let _busy = busy;
-        let (rpc_id, mut rx, permit) = match send(&link, SESSION_START, params) {
+        let (rpc_id, mut rx, permit) = match send(link.as_ref(), SESSION_START, params) {
             Ok(v) => v,
             Err(e) => return Err(e),
         };

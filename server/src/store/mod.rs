@@ -10,6 +10,7 @@
 //!   method returns (the authorize endpoint relies on this to reply only after commit).
 
 mod error;
+pub(crate) mod group_commit;
 mod postgres;
 mod records;
 mod sql;

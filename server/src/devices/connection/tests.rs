@@ -22,7 +22,7 @@ use crate::devices::socket::{Outbound, ReadError};
 use crate::sessions::calls::forward;
 
 fn call(
-    link: Arc<crate::devices::link::DeviceLink>,
+    link: Arc<dyn crate::devices::link::Link>,
     deadline: Duration,
 ) -> tokio::task::JoinHandle<Result<crate::devices::link::RawResult, CoreError>> {
     tokio::spawn(
