@@ -25,8 +25,8 @@ use crate::config::{Config, Limits};
 use crate::core::Core;
 use crate::devices::DeviceRegistry;
 use crate::devices::connection::{Accepted, run};
-use crate::devices::socket::{ChannelPeer, Inbound, Outbound, channel_pair};
 use crate::sessions::SessionTable;
+use crate::socket::{ChannelPeer, Inbound, Outbound, channel_pair};
 use crate::store::{DeviceRecord, NewDevice, SqliteStore, Store};
 
 pub(crate) const DEVICE_ID: &str = "0123456789abcdef0123456789abcdef";

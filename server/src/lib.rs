@@ -23,6 +23,7 @@ pub mod extension;
 pub(crate) mod failpoint;
 pub mod limits;
 pub(crate) mod sessions;
+pub mod socket;
 pub mod store;
 pub mod telemetry;
 pub mod transport;

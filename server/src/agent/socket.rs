@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{AbortHandle, Abortable, abortable};
 use futures_util::stream::SplitSink;
@@ -25,7 +25,9 @@ use super::socket_slots::{SocketLimit, SocketSlot};
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::{AgentPrincipal, Principal};
+use crate::socket::{Inbound as Received, Outbound, ReadError, Socket};
 use crate::telemetry::metrics as telemetry;
+use crate::transport::ws_socket::WsSocket;
 
 pub async fn upgrade(
     State(state): State<AppState>,
@@ -58,7 +60,7 @@ pub async fn upgrade(
     let tracker = state.tasks.clone();
     ws.on_upgrade(move |socket| {
         let span = info_span!("agent_socket", tenant = %p.tenant_id, token = %p.token_id);
-        tracker.track_future(serve(socket, state, p, slot).instrument(span))
+        tracker.track_future(serve(WsSocket::new(socket), state, p, slot).instrument(span))
     })
     .into_response()
 }
@@ -69,8 +71,8 @@ const EVENT_BACKLOG: usize = 64;
 
 /// The socket's write half. Only the socket's own loop writes, so answers that are
 /// ready together go out with one flush, and no lock or task hop is needed.
-struct Writer {
-    sink: SplitSink<WebSocket, Message>,
+struct Writer<S: Socket> {
+    sink: SplitSink<S, Outbound>,
     /// How long one write may take before the agent counts as no longer reading.
     stall: Duration,
 }
@@ -82,7 +84,7 @@ enum WriteFailed {
     Stalled,
 }
 
-impl Writer {
+impl<S: Socket> Writer<S> {
     async fn write(&mut self, frames: impl IntoIterator<Item = String>) -> Result<(), WriteFailed> {
         let write = crate::transport::write_text_frames(&mut self.sink, frames, "agent");
         match tokio::time::timeout(self.stall, write).await {
@@ -106,7 +108,7 @@ impl Writer {
     }
 }
 
-async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSlot) {
+async fn serve<S: Socket>(socket: S, state: AppState, p: Principal, _slot: SocketSlot) {
     metrics::gauge!(telemetry::AGENT_SOCKETS_OPEN).increment(1.0);
     if let Err(panic) = std::panic::AssertUnwindSafe(serve_socket(socket, state, p))
         .catch_unwind()
@@ -120,7 +122,7 @@ async fn serve(socket: WebSocket, state: AppState, p: Principal, _slot: SocketSl
 /// The socket's loop. Requests are answered concurrently inside this one task (a
 /// set of futures, not a task each): an answer from the browser wakes this task
 /// directly, and answers that are ready together share one write.
-async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
+async fn serve_socket<S: Socket>(socket: S, state: AppState, p: Principal) {
     let (sink, mut stream) = socket.split();
     let mut writer = Writer {
         sink,
@@ -169,15 +171,17 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
             Some(frame) = event_frames.recv() => writer.one(frame).await,
             msg = stream.next() => {
                 let text = match msg {
-                    Some(Ok(Message::Text(t))) => {
+                    Some(Ok(Received::Text(t))) => {
                         telemetry::frame("in", "agent", t.len());
                         t
                     }
                     Some(Err(e)) => {
-                        violation = crate::transport::close_for_read_error(&e);
+                        if let ReadError::Protocol(code) = e {
+                            violation = Some(code);
+                        }
                         break;
                     }
-                    Some(Ok(Message::Close(_))) => {
+                    Some(Ok(Received::Close)) => {
                         crate::transport::finish_peer_close(&mut stream).await;
                         break;
                     }
@@ -186,7 +190,7 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
                     // stall bound: an agent that pings without reading stalls this
                     // write, and nothing more is read from it meanwhile, so its
                     // Pongs cannot pile up (docs/security.md).
-                    Some(Ok(Message::Ping(_))) => {
+                    Some(Ok(Received::Ping)) => {
                         if writer.flush().await.is_err() {
                             write_failed = true;
                             break;
@@ -237,12 +241,8 @@ async fn serve_socket(socket: WebSocket, state: AppState, p: Principal) {
     drop(answering);
     let close_with = ending.map(|(_, code)| code).or(violation);
     if let Some(code) = close_with {
-        let close = Message::Close(Some(axum::extract::ws::CloseFrame {
-            code: code.code(),
-            reason: code.reason().into(),
-        }));
         let _ = writer.write(last).await;
-        let _ = tokio::time::timeout(writer.stall, writer.sink.send(close)).await;
+        let _ = tokio::time::timeout(writer.stall, writer.sink.send(Outbound::Close(code))).await;
     }
     events.ended.cancel();
     debug!("agent socket closed");

@@ -27,7 +27,7 @@ use crate::core::Core;
 use crate::devices::ending::End;
 use crate::devices::link::{DeviceLink, reason_for_close};
 use crate::devices::registry::Registration;
-use crate::devices::socket::{DeviceSocket, Inbound, Outbound, Text};
+use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
 
@@ -60,7 +60,7 @@ pub struct Accepted {
 /// in a release build (docs/benchmarks.md): `run` as an async fn made a 3,888-byte
 /// future; the device task's allocation went from 4.6 KB to 1.5 KB per device, plus
 /// the 0.85 KB connection on the heap.
-pub fn run<S: DeviceSocket>(
+pub fn run<S: Socket>(
     socket: S,
     accepted: Box<Accepted>,
 ) -> impl Future<Output = ()> + Send + 'static {
@@ -126,7 +126,7 @@ struct Connection<S> {
     first_frame: Option<Text>,
 }
 
-impl<S: DeviceSocket> Connection<S> {
+impl<S: Socket> Connection<S> {
     fn limits(&self) -> &crate::config::Limits {
         &self.state.config.limits
     }

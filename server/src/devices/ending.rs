@@ -43,13 +43,13 @@ impl End {
 
 /// How a failed read ends the connection: with the RFC 6455 close code when the
 /// device broke the WebSocket protocol, else it just went away.
-pub(super) fn read_failed(error: crate::devices::socket::ReadError) -> End {
+pub(super) fn read_failed(error: crate::socket::ReadError) -> End {
     match error {
-        crate::devices::socket::ReadError::Protocol(code) => {
+        crate::socket::ReadError::Protocol(code) => {
             telemetry::frame_dropped("websocket_protocol_error");
             End::close(code, "websocket protocol error")
         }
-        crate::devices::socket::ReadError::Gone => End::gone("peer went away"),
+        crate::socket::ReadError::Gone => End::gone("peer went away"),
     }
 }
 

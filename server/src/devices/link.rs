@@ -13,7 +13,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::core_error::CoreError;
-use crate::devices::socket::Text;
+use crate::socket::Text;
 use crate::telemetry::metrics::OUTBOX_FRAMES;
 
 /// An answer from the extension: its result, or its error (or the gateway's, when

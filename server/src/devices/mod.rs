@@ -10,6 +10,5 @@ pub mod grant_sweep;
 pub mod handshake;
 pub mod link;
 pub mod registry;
-pub mod socket;
 
 pub use registry::DeviceRegistry;

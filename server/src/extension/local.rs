@@ -23,7 +23,6 @@ use latchkey_protocol::authorize::clean_label;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame};
 use sha2::{Digest, Sha256};
 
-use super::device_socket::WsDeviceSocket;
 use super::reply::Refusal;
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
@@ -33,6 +32,7 @@ use crate::devices::connection::Accepted;
 use crate::devices::grant::Verdict;
 use crate::devices::handshake;
 use crate::store::NewDevice;
+use crate::transport::ws_socket::WsSocket;
 
 /// The label of a local device whose extension sends none.
 const DEFAULT_LOCAL_LABEL: &str = "Local browser";
@@ -138,7 +138,7 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
         grant_changes,
         first_frame: Some(first.into()),
     });
-    crate::devices::connection::run(WsDeviceSocket::new(socket), accepted).await;
+    crate::devices::connection::run(WsSocket::new(socket), accepted).await;
 }
 
 /// The first text message (Pings are answered by the WebSocket layer meanwhile);

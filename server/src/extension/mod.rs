@@ -4,7 +4,6 @@
 //! reacts correctly.
 
 pub mod authorize;
-pub mod device_socket;
 pub mod local;
 pub mod reply;
 pub mod upgrade;

@@ -146,7 +146,7 @@ pub async fn extension_socket(
     });
     ws.on_upgrade(move |socket| {
         tracker.track_future(crate::devices::connection::run(
-            super::device_socket::WsDeviceSocket::new(socket),
+            crate::transport::ws_socket::WsSocket::new(socket),
             accepted,
         ))
     })

@@ -17,10 +17,10 @@ use crate::auth::principal::Principal;
 use crate::auth::token_watch::TokenLease;
 use crate::core_error::CoreError;
 use crate::core_testing::{Harness, harness, next_frame, send};
-use crate::devices::socket::ChannelPeer;
 use crate::sessions::calls::{ToolCall, call};
 use crate::sessions::start_stop::{start, stop};
 use crate::sessions::table::Session;
+use crate::socket::ChannelPeer;
 
 fn agent(h: &Harness) -> Principal {
     Principal {

@@ -51,6 +51,7 @@ pub mod read_ahead;
 pub mod setup;
 pub mod tls;
 pub mod write_stall;
+pub mod ws_socket;
 
 /// Bytes tungstenite reads from a socket at a time, and the buffer it keeps per
 /// socket. Its default (128 KiB) is zero-filled on every read and stays resident:

@@ -15,11 +15,11 @@ use crate::core_error::CoreError;
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::link::{DeviceLink, RawResult};
-use crate::devices::socket::{DeviceSocket, Inbound, Outbound, Text};
 use crate::sessions::table::{Abort, end_session};
+use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::telemetry::metrics as telemetry;
 
-impl<S: DeviceSocket> Connection<S> {
+impl<S: Socket> Connection<S> {
     /// After the handshake: frames, liveness, expiry and close signals.
     pub(super) async fn serve(&mut self) -> End {
         let limits = self.limits().clone();

@@ -18,10 +18,10 @@ use crate::devices::grant::{FailClosed, Verdict};
 use crate::devices::handshake;
 use crate::devices::link::DeviceLink;
 use crate::devices::registry::AttachError;
-use crate::devices::socket::{DeviceSocket, Inbound};
+use crate::socket::{Inbound, Socket};
 use crate::telemetry::metrics as telemetry;
 
-impl<S: DeviceSocket> Connection<S> {
+impl<S: Socket> Connection<S> {
     /// Everything up to the handshake's answer and the connect audit event.
     pub(super) async fn start(&mut self) -> Result<(), End> {
         if let Some(code) = self.pending_close() {

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 
 use crate::core_error::CoreError;
 use crate::core_testing::{DEVICE_ID, closed_with, harness, hold_time, next, next_frame, send};
-use crate::devices::socket::{Outbound, ReadError};
 use crate::sessions::calls::forward;
+use crate::socket::{Outbound, ReadError};
 
 fn call(
     link: Arc<dyn crate::devices::link::Link>,

@@ -1,7 +1,8 @@
-//! The device socket as the core sees it: a `Stream` of [`Inbound`] messages and a
-//! `Sink` of [`Outbound`] ones. The connection task is generic over it, so it runs
-//! the same over a WebSocket (the extension surface adapts axum's), over channels
-//! in unit tests, and over a link to another replica later.
+//! A socket as the core sees it: a `Stream` of [`Inbound`] messages and a `Sink`
+//! of [`Outbound`] ones. The device connection task and the agent socket's
+//! dispatcher are generic over it, so they run the same over a WebSocket
+//! (`transport::ws_socket` adapts axum's), over channels in unit tests, and over a
+//! link to another replica later.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -53,7 +54,7 @@ impl From<&str> for Text {
     }
 }
 
-/// What a device sends.
+/// What the peer sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inbound {
     Text(Text),
@@ -65,7 +66,7 @@ pub enum Inbound {
     Close,
 }
 
-/// What the core sends to a device.
+/// What the core sends to the peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outbound {
     Text(String),
@@ -90,11 +91,11 @@ pub enum ReadError {
 
 /// Writing failed: the connection is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the device socket is closed")]
+#[error("the socket is closed")]
 pub struct SendFailed;
 
 /// Anything the connection task can run over.
-pub trait DeviceSocket:
+pub trait Socket:
     Stream<Item = Result<Inbound, ReadError>>
     + Sink<Outbound, Error = SendFailed>
     + Unpin
@@ -103,7 +104,7 @@ pub trait DeviceSocket:
 {
 }
 
-impl<S> DeviceSocket for S where
+impl<S> Socket for S where
     S: Stream<Item = Result<Inbound, ReadError>>
         + Sink<Outbound, Error = SendFailed>
         + Unpin
@@ -112,7 +113,7 @@ impl<S> DeviceSocket for S where
 {
 }
 
-/// A device socket made of two channels, for unit tests of the connection task and
+/// A socket made of two channels, for unit tests of the connection task and
 /// for links that are not WebSockets. The other end is a [`ChannelPeer`].
 #[derive(Debug)]
 pub struct ChannelSocket {

@@ -1,5 +1,5 @@
-//! axum's WebSocket as the core's device socket ([`crate::devices::socket`]): the
-//! one place the device connection meets the WebSocket library's types.
+//! axum's WebSocket as the core's socket ([`crate::socket`]): the one place the
+//! device connection and the agent socket meet the WebSocket library's types.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -7,19 +7,19 @@ use std::task::{Context, Poll, ready};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::{Sink, Stream};
 
-use crate::devices::socket::{Inbound, Outbound, ReadError, SendFailed};
+use crate::socket::{Inbound, Outbound, ReadError, SendFailed};
 
 /// An upgraded `/extension` socket, speaking the core's messages.
 #[derive(Debug)]
-pub struct WsDeviceSocket(WebSocket);
+pub struct WsSocket(WebSocket);
 
-impl WsDeviceSocket {
+impl WsSocket {
     pub fn new(socket: WebSocket) -> Self {
         Self(socket)
     }
 }
 
-impl Stream for WsDeviceSocket {
+impl Stream for WsSocket {
     type Item = Result<Inbound, ReadError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -45,7 +45,7 @@ impl Stream for WsDeviceSocket {
     }
 }
 
-impl Sink<Outbound> for WsDeviceSocket {
+impl Sink<Outbound> for WsSocket {
     type Error = SendFailed;
 
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendFailed>> {
