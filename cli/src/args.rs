@@ -62,6 +62,9 @@ pub enum Command {
     Admin(AdminCommand),
     /// List the team's browsers and whether they are online.
     Browsers,
+    /// The tool catalogue: every method, its effect, deadline and purpose (`--json`:
+    /// with each method's params schema).
+    Tools,
     /// Start, stop and list sessions (Agent Windows).
     #[command(subcommand)]
     Session(SessionCommand),

@@ -5,6 +5,7 @@
 
 mod admin;
 mod args;
+mod catalogue;
 mod client;
 mod error;
 mod output;
@@ -138,6 +139,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Admin(cmd) => admin::run(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Browsers => tools::browsers(&connect(&cli.global)?, cli.global.json).await,
+        Command::Tools => catalogue::list(cli.global.json),
         Command::Session(cmd) => tools::session(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Tool(cmd) => {
             let client = connect(&cli.global)?;

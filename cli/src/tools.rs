@@ -308,6 +308,7 @@ pub async fn tool(
         CliError::Config("this command needs --session ID (or LATCHKEY_SESSION); start one with `latchkey session start`".into())
     })?;
     let (method, params) = request(&cmd)?;
+    crate::catalogue::check(&method, &params)?;
     let limit = http_limit(&method, &params, timeout_ms);
     let body = CallRequest {
         method,

@@ -40,6 +40,42 @@ export const AFTER_CLOSE: Readonly<Record<number, AfterClose>> = {
   4007: "drop_token",
 };
 
+/** The tool methods a browser serves: the catalogue (protocol/schema/tools.json) less those the gateway answers itself. */
+export const BROWSER_TOOL_METHODS = [
+  "tool.session_start",
+  "tool.session_stop",
+  "tool.tab_list",
+  "tool.tab_create",
+  "tool.tab_close",
+  "tool.tab_select",
+  "tool.tab_borrow",
+  "tool.tab_return",
+  "tool.window_resize",
+  "tool.emulate",
+  "tool.navigate",
+  "tool.navigate_back",
+  "tool.navigate_forward",
+  "tool.reload",
+  "tool.wait_for_navigation",
+  "tool.click",
+  "tool.hover",
+  "tool.fill",
+  "tool.press",
+  "tool.select",
+  "tool.snapshot",
+  "tool.observe",
+  "tool.get_html",
+  "tool.screenshot",
+  "tool.console",
+  "tool.network",
+  "tool.evaluate",
+  "tool.request_help",
+  "tool.record_start",
+  "tool.record_stop",
+  "tool.record_await",
+] as const;
+export type BrowserToolMethod = (typeof BROWSER_TOOL_METHODS)[number];
+
 export const SYSTEM_HANDSHAKE = "system.handshake";
 export const CANCEL = "cancel";
 export const EVENT_HEARTBEAT = "system.heartbeat";

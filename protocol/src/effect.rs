@@ -17,6 +17,16 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// The class's name in published documents (the tool catalogue's schema).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Effect::BrowserMutation => "browser_mutation",
+            Effect::TransientInput => "transient_input",
+            Effect::PassiveRead => "passive_read",
+            Effect::ControlPlane => "control_plane",
+        }
+    }
+
     /// Whether a pending user interrupt refuses this call.
     pub fn is_gated(self) -> bool {
         matches!(self, Effect::BrowserMutation | Effect::TransientInput)

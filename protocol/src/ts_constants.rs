@@ -27,6 +27,15 @@ pub fn typescript_constants() -> String {
         ));
     }
     out.push_str("};\n\n");
+    out.push_str(
+        "/** The tool methods a browser serves: the catalogue (protocol/schema/tools.json) less those the gateway answers itself. */\n",
+    );
+    out.push_str("export const BROWSER_TOOL_METHODS = [\n");
+    for tool in crate::tools::TOOLS.iter().filter(|t| !t.gateway_local) {
+        out.push_str(&format!("  {:?},\n", tool.method));
+    }
+    out.push_str("] as const;\n");
+    out.push_str("export type BrowserToolMethod = (typeof BROWSER_TOOL_METHODS)[number];\n\n");
     let strings = [
         ("SYSTEM_HANDSHAKE", methods::SYSTEM_HANDSHAKE),
         ("CANCEL", methods::CANCEL),

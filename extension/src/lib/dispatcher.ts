@@ -3,11 +3,23 @@
 
 import type { Frame } from '@protocol/Frame';
 import type { RequestFrame } from '@protocol/RequestFrame';
-import { CANCEL } from '@protocol/constants';
+import { BROWSER_TOOL_METHODS, CANCEL, type BrowserToolMethod } from '@protocol/constants';
 import { ToolError } from './errors';
 
 export type Params = Record<string, unknown>;
 export type Handler = (params: Params, signal: AbortSignal) => Promise<unknown>;
+/**
+ * The handler of each tool method this build serves, keyed by the methods of the
+ * generated catalogue: a misspelt or unknown method does not compile. A method of
+ * the catalogue without a handler is answered `unknown_method`.
+ */
+export type Handlers = { readonly [M in BrowserToolMethod]?: Handler };
+
+const SERVED: ReadonlySet<string> = new Set(BROWSER_TOOL_METHODS);
+
+function isBrowserToolMethod(method: string): method is BrowserToolMethod {
+  return SERVED.has(method);
+}
 /** Told of every finished request with its answer (the activity list). */
 export type Observer = (method: string, params: Params, answer: { result?: unknown; error?: { code: string } }) => void;
 
@@ -15,7 +27,7 @@ export class Dispatcher {
   private readonly running = new Map<string, AbortController>();
 
   constructor(
-    private readonly handlers: Record<string, Handler>,
+    private readonly handlers: Handlers,
     private readonly send: (frame: Frame) => void,
     private readonly observe: Observer = () => undefined,
   ) {}
@@ -33,7 +45,7 @@ export class Dispatcher {
       controller?.abort();
       return;
     }
-    const handler = this.handlers[request.method];
+    const handler = isBrowserToolMethod(request.method) ? this.handlers[request.method] : undefined;
     if (!handler) {
       this.send({
         id: request.id,

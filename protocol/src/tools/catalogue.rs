@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::params::{self, ParamError, check};
+use super::params::{self, ParamError, check, schema_of};
 use crate::effect::{Effect, SESSION_START_TIMEOUT_MS, SESSION_STOP_TIMEOUT_MS};
 
 /// One method of the catalogue.
@@ -31,12 +31,19 @@ pub struct Tool {
     /// What it is for, in one line.
     pub summary: &'static str,
     validate: fn(&Map<String, Value>) -> Result<(), ParamError>,
+    params_schema: fn() -> Value,
 }
 
 impl Tool {
     /// Judge `params` (without the gateway's `session_id`).
     pub fn validate(&self, params: &Map<String, Value>) -> Result<(), ParamError> {
         (self.validate)(params)
+    }
+
+    /// The JSON Schema of the params (without the gateway's `session_id`), from
+    /// the same Rust type [`Self::validate`] reads.
+    pub fn params_schema(&self) -> Value {
+        (self.params_schema)()
     }
 }
 
@@ -52,6 +59,7 @@ const fn tool(
     effect: Effect,
     summary: &'static str,
     validate: fn(&Map<String, Value>) -> Result<(), ParamError>,
+    params_schema: fn() -> Value,
 ) -> Tool {
     Tool {
         method,
@@ -63,6 +71,7 @@ const fn tool(
         default_deadline_ms: DEFAULT_DEADLINE_MS,
         summary,
         validate,
+        params_schema,
     }
 }
 
@@ -81,6 +90,7 @@ pub static TOOLS: &[Tool] = &[
             Control,
             "open an Agent Window",
             check::<params::Nothing>,
+            schema_of::<params::Nothing>,
         )
     },
     Tool {
@@ -91,6 +101,7 @@ pub static TOOLS: &[Tool] = &[
             Control,
             "close the Agent Window, returning borrowed tabs",
             check::<params::Nothing>,
+            schema_of::<params::Nothing>,
         )
     },
     tool(
@@ -98,78 +109,91 @@ pub static TOOLS: &[Tool] = &[
         Read,
         "list the person's tabs and the window's",
         check::<params::TabList>,
+        schema_of::<params::TabList>,
     ),
     tool(
         "tool.tab_create",
         Mutation,
         "open a tab in the Agent Window",
         check::<params::TabCreate>,
+        schema_of::<params::TabCreate>,
     ),
     tool(
         "tool.tab_close",
         Mutation,
         "close a tab of the Agent Window",
         check::<params::TabRequired>,
+        schema_of::<params::TabRequired>,
     ),
     tool(
         "tool.tab_select",
         Mutation,
         "make a tab of the Agent Window active",
         check::<params::TabRequired>,
+        schema_of::<params::TabRequired>,
     ),
     tool(
         "tool.tab_borrow",
         Mutation,
         "ask the person to lend one of their tabs",
         check::<params::TabBorrow>,
+        schema_of::<params::TabBorrow>,
     ),
     tool(
         "tool.tab_return",
         Mutation,
         "give a borrowed tab back",
         check::<params::TabRequired>,
+        schema_of::<params::TabRequired>,
     ),
     tool(
         "tool.window_resize",
         Mutation,
         "resize the Agent Window",
         check::<params::WindowResize>,
+        schema_of::<params::WindowResize>,
     ),
     tool(
         "tool.emulate",
         Mutation,
         "emulate a viewport, user agent or touch",
         check::<params::Emulate>,
+        schema_of::<params::Emulate>,
     ),
     tool(
         "tool.navigate",
         Mutation,
         "load a URL",
         check::<params::Navigate>,
+        schema_of::<params::Navigate>,
     ),
     tool(
         "tool.navigate_back",
         Mutation,
         "go back in history",
         check::<params::History>,
+        schema_of::<params::History>,
     ),
     tool(
         "tool.navigate_forward",
         Mutation,
         "go forward in history",
         check::<params::History>,
+        schema_of::<params::History>,
     ),
     tool(
         "tool.reload",
         Mutation,
         "reload the page",
         check::<params::Reload>,
+        schema_of::<params::Reload>,
     ),
     tool(
         "tool.wait_for_navigation",
         Read,
         "wait for a load phase",
         check::<params::History>,
+        schema_of::<params::History>,
     ),
     Tool {
         gateway_local: true,
@@ -178,6 +202,7 @@ pub static TOOLS: &[Tool] = &[
             Read,
             "wait, on the gateway",
             check::<params::WaitMs>,
+            schema_of::<params::WaitMs>,
         )
     },
     tool(
@@ -185,72 +210,84 @@ pub static TOOLS: &[Tool] = &[
         Mutation,
         "click an element",
         check::<params::Click>,
+        schema_of::<params::Click>,
     ),
     tool(
         "tool.hover",
         Transient,
         "move the pointer over an element",
         check::<params::Hover>,
+        schema_of::<params::Hover>,
     ),
     tool(
         "tool.fill",
         Mutation,
         "type a value into a field",
         check::<params::Fill>,
+        schema_of::<params::Fill>,
     ),
     tool(
         "tool.press",
         Mutation,
         "press a key or chord",
         check::<params::Press>,
+        schema_of::<params::Press>,
     ),
     tool(
         "tool.select",
         Mutation,
         "choose options of a select",
         check::<params::Select>,
+        schema_of::<params::Select>,
     ),
     tool(
         "tool.snapshot",
         Read,
         "the page as text with element refs",
         check::<params::Snapshot>,
+        schema_of::<params::Snapshot>,
     ),
     tool(
         "tool.observe",
         Transient,
         "a snapshot with hover probes",
         check::<params::Observe>,
+        schema_of::<params::Observe>,
     ),
     tool(
         "tool.get_html",
         Read,
         "the page's or an element's HTML",
         check::<params::GetHtml>,
+        schema_of::<params::GetHtml>,
     ),
     tool(
         "tool.screenshot",
         Read,
         "a PNG of the tab or of an element",
         check::<params::Screenshot>,
+        schema_of::<params::Screenshot>,
     ),
     tool(
         "tool.console",
         Read,
         "console messages since a cursor",
         check::<params::LogRead>,
+        schema_of::<params::LogRead>,
     ),
     tool(
         "tool.network",
         Read,
         "network requests since a cursor",
         check::<params::LogRead>,
+        schema_of::<params::LogRead>,
     ),
     tool(
         "tool.evaluate",
         Mutation,
         "run JavaScript in the page (if the person allows it)",
         check::<params::Evaluate>,
+        schema_of::<params::Evaluate>,
     ),
     Tool {
         waits_for_person: true,
@@ -260,6 +297,7 @@ pub static TOOLS: &[Tool] = &[
             Read,
             "hand the page to the person and wait",
             check::<params::RequestHelp>,
+            schema_of::<params::RequestHelp>,
         )
     },
     tool(
@@ -267,6 +305,7 @@ pub static TOOLS: &[Tool] = &[
         Mutation,
         "record what the person does",
         check::<params::RecordStart>,
+        schema_of::<params::RecordStart>,
     ),
     Tool {
         busy_exempt: true,
@@ -275,6 +314,7 @@ pub static TOOLS: &[Tool] = &[
             Read,
             "stop a recording",
             check::<params::Nothing>,
+            schema_of::<params::Nothing>,
         )
     },
     tool(
@@ -282,6 +322,7 @@ pub static TOOLS: &[Tool] = &[
         Read,
         "wait for the person to finish a recording",
         check::<params::RecordAwait>,
+        schema_of::<params::RecordAwait>,
     ),
 ];
 

@@ -21,6 +21,34 @@ pub fn validate(method: &str, params: &Map<String, Value>) -> Result<(), ParamEr
     tool_named(method).map_or(Ok(()), |t| t.validate(params))
 }
 
+/// The catalogue as one JSON document (`protocol/schema/tools.json`): every method
+/// with what it does to the browser, its deadline, whether the gateway answers it
+/// or lets it past a busy session, a one-line summary, and the JSON Schema of its
+/// params. The remote MCP endpoint's tool list and the OpenAPI document are made
+/// from the same table.
+pub fn catalogue_document() -> Value {
+    let tools: Vec<Value> = TOOLS
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "method": t.method,
+                "summary": t.summary,
+                "effect": t.effect.as_str(),
+                "default_deadline_ms": t.default_deadline_ms,
+                "waits_for_person": t.waits_for_person,
+                "gateway_local": t.gateway_local,
+                "busy_exempt": t.busy_exempt,
+                "session_lifecycle": t.session_lifecycle,
+                "params": t.params_schema(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "$comment": "Generated from latchkey-protocol's tool catalogue (protocol/src/tools/catalogue.rs); do not edit. Regenerate with LATCHKEY_BLESS=1 cargo test -p latchkey-protocol --test schema.",
+        "tools": tools,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

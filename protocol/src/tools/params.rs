@@ -3,6 +3,7 @@
 //! every receiver; what a key the protocol defines may hold is checked.
 //! `session_id` is the gateway's to fill in and is not part of these types.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -35,6 +36,16 @@ pub(super) trait Rules {
     fn rules(&self) -> Result<(), ParamError> {
         Ok(())
     }
+}
+
+/// The JSON Schema (draft 2020-12) of `T`'s params, as the catalogue publishes it.
+/// Rules across fields (for example "ref or selector, not both") are the params'
+/// descriptions' to state; the gateway checks them with [`check`].
+pub(super) fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    serde_json::to_value(schema).unwrap_or(Value::Null)
 }
 
 /// Read `params` as `T` and check its rules.
@@ -82,12 +93,12 @@ fn target(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TabList {
     pub scope: Option<TabScope>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TabCreate {
     pub url: Option<Text>,
     pub active: Option<bool>,
@@ -95,37 +106,37 @@ pub struct TabCreate {
 }
 
 /// `tab_close`, `tab_select`, `tab_return`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TabRequired {
     pub tab_id: TabId,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TabBorrow {
     pub tab_id: TabId,
     pub confirm: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct WindowResize {
     pub width: WindowDimension,
     pub height: WindowDimension,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Emulate {
     pub tab_id: Option<TabId>,
     pub off: Option<bool>,
     pub overrides: Option<EmulateOverrides>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct UaBrand {
     pub brand: Text,
     pub version: Text,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct UaMetadata {
     pub brands: Option<Vec<UaBrand>>,
     pub full_version: Option<Text>,
@@ -136,7 +147,7 @@ pub struct UaMetadata {
     pub mobile: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct EmulateOverrides {
     pub width: Option<Positive>,
     pub height: Option<Positive>,
@@ -149,7 +160,7 @@ pub struct EmulateOverrides {
     pub max_touch_points: Option<Positive>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Navigate {
     pub url: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -158,14 +169,14 @@ pub struct Navigate {
 }
 
 /// `navigate_back`, `navigate_forward`, `wait_for_navigation`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct History {
     pub tab_id: Option<TabId>,
     pub wait_until: Option<WaitUntil>,
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Reload {
     pub tab_id: Option<TabId>,
     pub wait_until: Option<WaitUntil>,
@@ -173,12 +184,12 @@ pub struct Reload {
     pub hard: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitMs {
     pub duration_ms: WaitDuration,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Click {
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
@@ -190,7 +201,7 @@ pub struct Click {
     pub modifiers: Option<Vec<Modifier>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Hover {
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
@@ -201,7 +212,7 @@ pub struct Hover {
     pub settle_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Fill {
     pub value: Text,
     #[serde(rename = "ref")]
@@ -212,7 +223,7 @@ pub struct Fill {
     pub clear_before: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Press {
     pub key: NonEmpty,
     #[serde(rename = "ref")]
@@ -224,7 +235,7 @@ pub struct Press {
     pub hold_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Select {
     pub values: Vec<Text>,
     #[serde(rename = "ref")]
@@ -234,14 +245,14 @@ pub struct Select {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Snapshot {
     pub tab_id: Option<TabId>,
     pub max_depth: Option<Count>,
     pub max_tokens: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Observe {
     pub tab_id: Option<TabId>,
     pub max_depth: Option<Count>,
@@ -249,7 +260,7 @@ pub struct Observe {
     pub debug_surfaces: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetHtml {
     pub tab_id: Option<TabId>,
     #[serde(rename = "ref")]
@@ -257,7 +268,7 @@ pub struct GetHtml {
     pub max_bytes: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Screenshot {
     pub tab_id: Option<TabId>,
     #[serde(rename = "ref")]
@@ -265,7 +276,7 @@ pub struct Screenshot {
 }
 
 /// `tool.console` and `tool.network`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct LogRead {
     pub tab_id: Option<TabId>,
     pub since: Option<Cursor>,
@@ -274,7 +285,7 @@ pub struct LogRead {
     pub include_stack: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Evaluate {
     pub expression: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -284,7 +295,7 @@ pub struct Evaluate {
 }
 
 /// One condition of `request_help`'s `completion_criteria`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Condition {
     pub url_contains: Option<Text>,
     pub url_matches: Option<Text>,
@@ -294,21 +305,21 @@ pub struct Condition {
     pub text_missing: Option<Text>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct CompletionCriteria {
     pub any: Option<Vec<Condition>>,
     pub all: Option<Vec<Condition>>,
     pub stable_for_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct HelpTarget {
     #[serde(rename = "ref")]
     pub reference: Option<Text>,
     pub selector: Option<Text>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RequestHelp {
     pub prompt: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -318,20 +329,20 @@ pub struct RequestHelp {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RecordStart {
     pub tab_id: Option<TabId>,
     pub url: Option<Text>,
     pub purpose: Option<Text>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RecordAwait {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
 /// A method with no params of its own.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Nothing {}
 
 impl Rules for TabList {}

@@ -3,8 +3,29 @@
 //! bad value is answered by the gateway with the field's name instead of travelling
 //! to the browser.
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
+
+/// A value type's JSON Schema, inlined where it is used (each is a handful of
+/// keywords; a `$defs` entry per range would only add indirection for readers).
+macro_rules! inline_schema {
+    ($name:ident, $schema:tt) => {
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
 
 /// Largest integer JavaScript represents exactly: tab ids and cursors above it would
 /// change on their way through the extension.
@@ -30,6 +51,12 @@ macro_rules! checked_integer {
                 }
             }
         }
+
+        inline_schema!($name, {
+            "type": "integer",
+            "minimum": $min,
+            "maximum": $max,
+        });
     };
 }
 
@@ -114,6 +141,10 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
+inline_schema!(Text, { "type": "string" });
+inline_schema!(NonEmpty, { "type": "string", "minLength": 1 });
+inline_schema!(PositiveFinite, { "type": "number", "exclusiveMinimum": 0 });
+
 /// A finite number above zero.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(transparent)]
@@ -133,7 +164,7 @@ impl<'de> Deserialize<'de> for PositiveFinite {
 }
 
 /// The page lifecycle phase a navigation waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitUntil {
     Load,
@@ -143,7 +174,7 @@ pub enum WaitUntil {
 }
 
 /// Which tabs `tool.tab_list` lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TabScope {
     User,
@@ -152,7 +183,7 @@ pub enum TabScope {
 }
 
 /// A mouse button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Button {
     Left,
@@ -161,7 +192,7 @@ pub enum Button {
 }
 
 /// A modifier key held during input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Modifier {
     Alt,
