@@ -29,11 +29,6 @@ impl Text {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
-    /// The WebSocket layer's buffer (for its adapter).
-    pub fn into_utf8_bytes(self) -> axum::extract::ws::Utf8Bytes {
-        self.0
-    }
 }
 
 impl From<axum::extract::ws::Utf8Bytes> for Text {

@@ -95,7 +95,7 @@ impl Grant for DeviceGrant {
 /// seconds must not drop every browser, and a revocation written through this node
 /// closes by push anyway. A grant that was *not* confirmed since (the re-check after
 /// the upgrade, which runs only because a revocation was signalled meanwhile) has no
-/// grace: [`FailClosed::unconfirmed`].
+/// grace: its first failed read is [`Verdict::Unconfirmed`] at once.
 #[derive(Debug, Clone)]
 pub struct FailClosed {
     grace: Duration,
@@ -109,12 +109,6 @@ impl FailClosed {
             grace,
             failing_since: None,
         }
-    }
-
-    /// For a grant that has not been confirmed since a revocation was signalled:
-    /// the first failed read closes.
-    pub fn unconfirmed() -> Self {
-        Self::with_grace(Duration::ZERO)
     }
 
     /// A read succeeded: the failure streak is over.
@@ -179,12 +173,6 @@ mod tests {
         tokio::time::advance(Duration::from_secs(9)).await;
         assert_eq!(policy.failed(Instant::now()), None);
         tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(policy.failed(Instant::now()), Some(Verdict::Unconfirmed));
-    }
-
-    #[test]
-    fn an_unconfirmed_grant_has_no_grace() {
-        let mut policy = FailClosed::unconfirmed();
         assert_eq!(policy.failed(Instant::now()), Some(Verdict::Unconfirmed));
     }
 }

@@ -14,7 +14,7 @@ use tracing::{info, info_span, warn};
 use super::Connection;
 use crate::audit::{self, Event, Priority, action};
 use crate::devices::ending::{End, close_signal, read_failed};
-use crate::devices::grant::{FailClosed, Verdict};
+use crate::devices::grant::Verdict;
 use crate::devices::handshake;
 use crate::devices::link::DeviceLink;
 use crate::devices::registry::AttachError;
@@ -144,9 +144,9 @@ impl<S: Socket> Connection<S> {
             }
             Err(e) => {
                 warn!(error = %e, "grant re-check failed after upgrade");
-                FailClosed::unconfirmed()
-                    .failed(tokio::time::Instant::now())
-                    .unwrap_or(Verdict::Unconfirmed)
+                // Not confirmed since a revocation was signalled: no grace
+                // (devices::grant::FailClosed).
+                Verdict::Unconfirmed
             }
         };
         match verdict.close_code() {
