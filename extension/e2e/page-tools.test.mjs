@@ -155,6 +155,9 @@ test('a page that opens dialogs forever gets a clear error and the session stays
   const err = await failure(latchkey(env, ['click', refOf(page.text, /button "Loop"/)]));
   assert.equal(err.code, 'cdp_failed');
   assert.match(err.message, /dialogs within .* unloaded/);
+  // The answer comes once the tab shows the blank page, as the message says.
+  const shown = await browser.worker.evaluate((id) => chrome.tabs.get(id).then((t) => [t.url, t.status]), page.tab_id);
+  assert.deepEqual(shown, ['about:blank', 'complete']);
   assert.equal((await snapshot()).text, '- document (about:blank, empty)');
   await latchkey(env, ['navigate', `${site.base}/a`]);
   assert.match((await snapshot()).text, /link "to B"/);

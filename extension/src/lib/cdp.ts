@@ -11,7 +11,7 @@
 
 import { browser } from 'wxt/browser';
 import { ToolError } from './errors';
-import { loaded } from './page/bridge';
+import { showing } from './page/bridge';
 
 export interface DialogEntry {
   tab_id: number;
@@ -38,6 +38,11 @@ interface TabState {
   recent: number[];
   /** Sequence of the dialog at which a loop was stopped, if any. */
   loopStoppedAt?: number;
+  /**
+   * Set while a looping page is being unloaded: the dialogs it still opens are
+   * answered but are not a second loop (which would fail the next action too).
+   */
+  unloading?: Promise<void>;
   /** Actions waiting on this tab, woken when a dialog loop is stopped. */
   loopWaiters: Set<() => void>;
 }
@@ -159,6 +164,11 @@ export class Cdp {
     return at !== undefined && at >= mark;
   }
 
+  /** Resolves once no looping page of `tabId` is being unloaded. */
+  async unloaded(tabId: number): Promise<void> {
+    await this.tabs.get(tabId)?.unloading;
+  }
+
   private async onDialog(tabId: number, p: Record<string, unknown>): Promise<void> {
     const state = this.tabs.get(tabId);
     const type = (typeof p.type === 'string' ? p.type : 'alert') as DialogEntry['type'];
@@ -180,16 +190,25 @@ export class Cdp {
     const now = Date.now();
     state.recent = state.recent.filter((t) => now - t < DIALOG_LOOP_WINDOW_MS);
     state.recent.push(now);
-    if (state.recent.length >= DIALOG_LOOP_COUNT) {
-      state.recent = [];
-      state.loopStoppedAt = entry.sequence;
-      // Extensions may not terminate a page's script (Runtime.terminateExecution is
-      // refused to them): unload the page instead, then let the waiting action fail.
-      const unloaded = loaded(tabId, false);
-      await browser.tabs.update(tabId, { url: 'about:blank' }).catch(() => undefined);
-      await unloaded;
-      for (const wake of state.loopWaiters) wake();
-    }
+    if (state.unloading || state.recent.length < DIALOG_LOOP_COUNT) return;
+    state.loopStoppedAt = entry.sequence;
+    state.unloading = this.unload(tabId);
+    await state.unloading;
+    state.unloading = undefined;
+    state.recent = [];
+    for (const wake of state.loopWaiters) wake();
+  }
+
+  /**
+   * Extensions may not terminate a page's script (Runtime.terminateExecution is
+   * refused to them): unload the page instead. Resolves once the tab shows the blank
+   * page, so that the failed action's answer is true when the agent reads it and its
+   * next call finds the blank page rather than the one being replaced.
+   */
+  private async unload(tabId: number): Promise<void> {
+    const blank = showing(tabId, 'about:blank');
+    await browser.tabs.update(tabId, { url: 'about:blank' }).catch(() => undefined);
+    await blank;
   }
 }
 
@@ -218,7 +237,10 @@ export async function withDialogs<T extends object>(cdp: Cdp, tabId: number, act
   } finally {
     unsubscribe();
   }
-  if (cdp.loopStoppedSince(tabId, mark)) throw loopError();
+  if (cdp.loopStoppedSince(tabId, mark)) {
+    await cdp.unloaded(tabId);
+    throw loopError();
+  }
   const dialogs = cdp.dialogsSince(tabId, mark);
   return dialogs.length > 0 ? { ...result, dialogs } : result;
 }

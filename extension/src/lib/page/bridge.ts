@@ -41,7 +41,6 @@ function toError(e: PageError): ToolError {
   return new ToolError(code as ExtensionErrorCode, message, data);
 }
 
-/** Run `op` in the page; page errors become the tool's error. */
 /** How long a page call waits for a navigation in flight to finish before its retry. */
 const NAVIGATION_WAIT_MS = 5_000;
 
@@ -70,6 +69,29 @@ export function loaded(tabId: number, alreadyDone = true): Promise<void> {
   });
 }
 
+/**
+ * Resolve once the tab shows `url` and has finished loading it (or after
+ * NAVIGATION_WAIT_MS). Unlike `loaded`, a load that completes for the page being
+ * replaced does not count: only the committed `url` does.
+ */
+export function showing(tabId: number, url: string): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      browser.tabs.onUpdated.removeListener(onUpdated);
+      resolve();
+    };
+    const check = (tab: { url?: string; status?: string }) => tab.url === url && tab.status === 'complete' && done();
+    const onUpdated = (id: number, _info: unknown, tab: { url?: string; status?: string }) => {
+      if (id === tabId) check(tab);
+    };
+    const timer = setTimeout(done, NAVIGATION_WAIT_MS);
+    browser.tabs.onUpdated.addListener(onUpdated);
+    void browser.tabs.get(tabId).then(check, () => done());
+  });
+}
+
+/** Run `op` in the page; page errors become the tool's error. */
 export async function pageCall<T>(
   tabId: number,
   op: PageOp,
