@@ -98,7 +98,8 @@ pub enum SessionCommand {
 }
 
 /// The load phases a navigation can wait for (docs/protocol.md, "Navigation and waits").
-const WAIT_UNTIL: [&str; 4] = ["load", "domcontentloaded", "networkidle", "commit"];
+/// The load phases, from the tool catalogue.
+const WAIT_UNTIL: &[&str] = latchkey_protocol::tools::values::WaitUntil::NAMES;
 
 /// Tool commands; all need `--session`.
 #[derive(Debug, Subcommand)]
@@ -111,7 +112,7 @@ pub enum ToolCommand {
         #[arg(id = "page_url", value_name = "URL")]
         url: String,
         /// The load phase to wait for.
-        #[arg(long, value_parser = WAIT_UNTIL)]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WAIT_UNTIL))]
         wait_until: Option<String>,
         #[arg(long)]
         tab: Option<i64>,
@@ -176,7 +177,7 @@ pub enum ToolCommand {
     /// Wait for the tab to reach a load phase.
     WaitForNavigation {
         /// The load phase to wait for.
-        #[arg(long, value_parser = WAIT_UNTIL)]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WAIT_UNTIL))]
         wait_until: Option<String>,
     },
     /// Hand the page to the person (CAPTCHA, MFA, QR code) and wait for them.
@@ -198,7 +199,7 @@ pub enum ToolCommand {
 pub enum TabCommand {
     List {
         /// user, agent or all.
-        #[arg(long, value_parser = ["user", "agent", "all"])]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(latchkey_protocol::tools::values::TabScope::NAMES))]
         scope: Option<String>,
     },
     Create {

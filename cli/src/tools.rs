@@ -319,6 +319,7 @@ pub async fn tool(
     let CallResult { result } = client
         .call_within(Method::POST, &path, Some(&body), Some(limit))
         .await?;
+    crate::catalogue::warn_on_mismatch(&body.method, &result);
     if let ToolCommand::Screenshot { out, .. } = &cmd {
         save_png(&result, out)?;
         if json {
@@ -406,5 +407,76 @@ mod tests {
         let own = obj(&[("timeout_ms", Some(json!(120_000)))]);
         assert_eq!(secs(http_limit("tool.request_help", &own, None)), 140);
         assert_eq!(secs(http_limit("tool.click", &own, Some(600_000))), 615);
+    }
+
+    /// Every tool subcommand stands for a method of the catalogue, with params the
+    /// catalogue accepts; a new subcommand without an example here fails.
+    #[test]
+    fn every_tool_command_is_a_catalogue_method_with_params_it_accepts() {
+        use clap::{Parser, Subcommand};
+
+        use crate::args::{Cli, Command};
+
+        let examples: &[&[&str]] = &[
+            &["tab", "list", "--scope", "agent"],
+            &["tab", "create", "https://example.com/", "--background"],
+            &["tab", "close", "4"],
+            &["tab", "select", "4"],
+            &["tab", "borrow", "4"],
+            &["tab", "return", "4"],
+            &[
+                "navigate",
+                "https://example.com/",
+                "--wait-until",
+                "networkidle",
+                "--tab",
+                "4",
+            ],
+            &["back", "--tab", "4"],
+            &["forward"],
+            &["reload", "--hard"],
+            &["snapshot", "--max-tokens", "500"],
+            &["click", "@e3"],
+            &["fill", "#q", "text"],
+            &["press", "Ctrl+A", "--target", "e2"],
+            &["select", "e4", "a", "b"],
+            &["hover", "e5"],
+            &["screenshot", "--out", "x.png", "--target", "e6"],
+            &["evaluate", "1 + 2"],
+            &["wait-for-navigation", "--wait-until", "commit"],
+            &[
+                "request-help",
+                "--reason",
+                "solve the CAPTCHA",
+                "--title",
+                "Help",
+            ],
+            &["call", "tool.console", "--params", "{\"limit\": 5}"],
+        ];
+        let mut covered = std::collections::BTreeSet::new();
+        for args in examples {
+            let cli = Cli::try_parse_from(std::iter::once(&"latchkey").chain(args.iter()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let Command::Tool(cmd) = cli.command else {
+                panic!("{args:?} is not a tool command");
+            };
+            let (method, params) = request(&cmd).unwrap_or_else(|e| panic!("{args:?}: {e:?}"));
+            let tool = latchkey_protocol::tools::tool_named(&method)
+                .unwrap_or_else(|| panic!("{args:?}: {method} is not in the catalogue"));
+            assert_eq!(tool.validate(&params), Ok(()), "{args:?}");
+            covered.insert(args[0].to_string());
+            if args[0] == "tab" {
+                covered.insert(format!("tab {}", args[1]));
+            }
+        }
+        let tree = ToolCommand::augment_subcommands(clap::Command::new("latchkey"));
+        for sub in tree.get_subcommands() {
+            let name = sub.get_name().to_string();
+            assert!(covered.contains(&name), "no example of `latchkey {name}`");
+            for leaf in sub.get_subcommands() {
+                let path = format!("{name} {}", leaf.get_name());
+                assert!(covered.contains(&path), "no example of `latchkey {path}`");
+            }
+        }
     }
 }

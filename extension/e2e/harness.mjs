@@ -1,6 +1,7 @@
 // End-to-end harness: the real latchkeyd (built by cargo), a small local test site,
 // and Debian's Chromium with the built extension, driven by playwright-core.
 
+import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -68,16 +69,20 @@ export async function api(base, token, method, path, body) {
 
 /** Run the `latchkey` CLI; resolves with parsed JSON stdout. */
 export async function latchkey(env, args) {
+  let out;
   try {
-    const { stdout } = await promisify(execFile)(join(BIN, 'latchkey'), ['--json', ...args], {
+    out = await promisify(execFile)(join(BIN, 'latchkey'), ['--json', ...args], {
       env: { PATH: process.env.PATH, ...env },
     });
-    return JSON.parse(stdout);
   } catch (e) {
     // Keep the CLI's JSON error document on the error for assertions and messages.
     e.message = `latchkey ${args.join(' ')}: ${e.stdout ?? ''}`;
     throw e;
   }
+  // The CLI reads every answer against the tool catalogue's result types: what
+  // the real extension answers must be what protocol/schema/tools.json says.
+  assert.doesNotMatch(out.stderr, /does not match the tool catalogue/, `latchkey ${args.join(' ')}`);
+  return JSON.parse(out.stdout);
 }
 
 import { startSite } from './site.mjs';

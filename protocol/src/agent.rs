@@ -76,7 +76,7 @@ pub struct SessionList {
 }
 
 /// A tab the extension could not give back when the session stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 pub struct ReturnFailure {
     pub tab_id: i64,
     pub code: String,

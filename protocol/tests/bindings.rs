@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use latchkey_protocol::tools::{failures, params, results};
 use latchkey_protocol::{CloseCode, ErrorCode, agent, api, authorize, frame, handshake};
 use ts_rs::{Config, TS};
 
@@ -61,6 +62,66 @@ fn export_all(dir: &Path) {
         agent::CallResult,
         agent::SessionEvent,
     );
+    // The tool catalogue's params and results (protocol/bindings/tools/), each
+    // with the types it is made of.
+    export!(
+        params::TabList,
+        params::TabCreate,
+        params::TabRequired,
+        params::TabBorrow,
+        params::WindowResize,
+        params::Emulate,
+        params::Navigate,
+        params::History,
+        params::Reload,
+        params::WaitMs,
+        params::Click,
+        params::Hover,
+        params::Fill,
+        params::Press,
+        params::Select,
+        params::Snapshot,
+        params::Observe,
+        params::GetHtml,
+        params::Screenshot,
+        params::LogRead,
+        params::Evaluate,
+        params::RequestHelp,
+        params::RecordStart,
+        params::RecordAwait,
+        params::Nothing,
+        results::SessionStartResult,
+        results::SessionStopResult,
+        results::TabListResult,
+        results::TabCreateResult,
+        results::TabCloseResult,
+        results::TabSelectResult,
+        results::TabBorrowResult,
+        results::TabReturnResult,
+        results::WindowResizeResult,
+        results::EmulateResult,
+        results::NavigateResult,
+        results::HistoryResult,
+        results::WaitForNavigationResult,
+        results::WaitMsResult,
+        results::PointerResult,
+        results::FillResult,
+        results::PressResult,
+        results::SelectResult,
+        results::SnapshotResult,
+        results::ObserveResult,
+        results::GetHtmlResult,
+        results::ScreenshotResult,
+        results::ConsoleResult,
+        results::NetworkResult,
+        results::EvaluateResult,
+        results::RequestHelpResult,
+        results::RecordStartResult,
+        results::RecordResult,
+        failures::FailureReason,
+    );
+    let index = latchkey_protocol::tools::typescript_index(&cfg);
+    std::fs::write(dir.join("tools").join("index.ts"), index).expect("write tools/index.ts");
 }
 
 fn write_constants(dir: &Path) {
@@ -68,16 +129,25 @@ fn write_constants(dir: &Path) {
     std::fs::write(dir.join("constants.ts"), text).expect("write constants");
 }
 
+/// Every `.ts` file under `dir`, by its path relative to `dir`.
 fn read_dir(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
         for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".ts") {
-                out.insert(
-                    name,
-                    std::fs::read_to_string(e.path()).expect("read binding"),
-                );
+            let path = e.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|x| x == "ts") {
+                let name = path
+                    .strip_prefix(dir)
+                    .expect("under dir")
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(name, std::fs::read_to_string(&path).expect("read binding"));
             }
         }
     }
@@ -101,7 +171,9 @@ fn typescript_bindings_are_current() {
         let _ = std::fs::remove_dir_all(&committed_dir);
         std::fs::create_dir_all(&committed_dir).expect("create bindings dir");
         for (name, text) in &generated {
-            std::fs::write(committed_dir.join(name), text).expect("write binding");
+            let path = committed_dir.join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("create dir");
+            std::fs::write(path, text).expect("write binding");
         }
         return;
     }

@@ -28,6 +28,22 @@ fn the_published_catalogue_matches_the_code() {
     );
 }
 
+/// docs/tools.md is the catalogue rendered; it must not drift either.
+#[test]
+fn the_tool_reference_matches_the_code() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/tools.md");
+    let generated = latchkey_protocol::tools::reference::markdown();
+    if std::env::var_os("LATCHKEY_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write docs/tools.md");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).expect("docs/tools.md");
+    assert_eq!(
+        committed, generated,
+        "docs/tools.md is stale; regenerate with LATCHKEY_BLESS=1 cargo test -p latchkey-protocol --test schema"
+    );
+}
+
 /// The schema and the validator read the same type: a value the schema rules out by
 /// a range or an enum is refused by the validator too, at the same field.
 #[test]

@@ -3,6 +3,7 @@
 
 import type { ErrorBody } from '@protocol/ErrorBody';
 import type { ErrorCode } from '@protocol/ErrorCode';
+import type { FailureReason } from '@protocol/tools/FailureReason';
 
 /** The codes an extension may emit (the contract's closed set). */
 export type ExtensionErrorCode = Extract<
@@ -18,20 +19,8 @@ export type ExtensionErrorCode = Extract<
   | 'cancelled'
 >;
 
-export type Reason =
-  | 'agent_window_scope'
-  | 'borrow_conflict'
-  | 'restricted_tab_url'
-  | 'element_not_visible'
-  | 'ref_not_found'
-  | 'selector_not_found'
-  | 'target_not_fillable'
-  | 'target_not_select'
-  | 'option_not_found'
-  | 'single_select_value_count'
-  | 'tab_not_active'
-  | 'screenshot_capture_failed'
-  | 'cleanup_failed';
+/** The stable `data.reason` values, from the tool catalogue's failures (docs/tools.md). */
+export type Reason = FailureReason;
 
 export class ToolError extends Error {
   constructor(

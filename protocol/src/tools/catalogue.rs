@@ -1,14 +1,19 @@
 //! The tool catalogue: every `tool.*` method of the extension protocol, in one
 //! table (docs/protocol.md, "Tools"). What each method does to the browser (its
 //! effect class), how long the gateway waits for it, whether the gateway answers it
-//! itself or lets it past a busy session, what it is for, and how its params are
-//! judged. The gateway's call pipeline, its metrics labels, the CLI's wait for an
-//! answer and the `user_aborted` gate all read it from here, so that a method is
-//! described once.
+//! itself or lets it past a busy session, what it is for, how its params are judged
+//! and what its result holds. The gateway's call pipeline, its metrics labels, the
+//! CLI's commands, its wait for an answer and its reading of the answer, and the
+//! `user_aborted` gate all read it from here, so that a method is described once.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use ts_rs::TS;
 
-use super::params::{self, ParamError, check, schema_of};
+use super::params::{self, ParamError};
+use super::reading::{Rules, check, read, schema_of};
+use super::results;
 use crate::effect::{Effect, SESSION_START_TIMEOUT_MS, SESSION_STOP_TIMEOUT_MS};
 
 /// One method of the catalogue.
@@ -32,6 +37,10 @@ pub struct Tool {
     pub summary: &'static str,
     validate: fn(&Map<String, Value>) -> Result<(), ParamError>,
     params_schema: fn() -> Value,
+    read_result: fn(&Value) -> Result<(), ParamError>,
+    result_schema: fn() -> Value,
+    params_ts: fn(&ts_rs::Config) -> String,
+    result_ts: fn(&ts_rs::Config) -> String,
 }
 
 impl Tool {
@@ -45,6 +54,23 @@ impl Tool {
     pub fn params_schema(&self) -> Value {
         (self.params_schema)()
     }
+
+    /// Read a browser's result as the catalogue describes it: a key the protocol
+    /// defines holding something else is named (unknown keys are fine).
+    pub fn read_result(&self, result: &Value) -> Result<(), ParamError> {
+        (self.read_result)(result)
+    }
+
+    /// The JSON Schema of the result, from the same Rust type
+    /// [`Self::read_result`] reads.
+    pub fn result_schema(&self) -> Value {
+        (self.result_schema)()
+    }
+
+    /// The names of the params and result types in `protocol/bindings/tools/`.
+    pub fn typescript_names(&self, cfg: &ts_rs::Config) -> (String, String) {
+        ((self.params_ts)(cfg), (self.result_ts)(cfg))
+    }
 }
 
 /// Default deadline of a tool call without `timeout_ms`.
@@ -54,13 +80,12 @@ pub const PERSON_DEADLINE_MS: u64 = 300_000;
 /// How much longer the gateway waits than a browser that times a person's answer.
 pub const PERSON_GRACE_MS: u64 = 5_000;
 
-const fn tool(
-    method: &'static str,
-    effect: Effect,
-    summary: &'static str,
-    validate: fn(&Map<String, Value>) -> Result<(), ParamError>,
-    params_schema: fn() -> Value,
-) -> Tool {
+/// A method with params `P` and result `R`, and every flag at its usual value.
+const fn tool<P, R>(method: &'static str, effect: Effect, summary: &'static str) -> Tool
+where
+    P: for<'de> Deserialize<'de> + Rules + JsonSchema + TS,
+    R: for<'de> Deserialize<'de> + JsonSchema + TS,
+{
     Tool {
         method,
         effect,
@@ -70,8 +95,12 @@ const fn tool(
         session_lifecycle: false,
         default_deadline_ms: DEFAULT_DEADLINE_MS,
         summary,
-        validate,
-        params_schema,
+        validate: check::<P>,
+        params_schema: schema_of::<P>,
+        read_result: read::<R>,
+        result_schema: schema_of::<R>,
+        params_ts: <P as TS>::ident,
+        result_ts: <R as TS>::ident,
     }
 }
 
@@ -85,244 +114,160 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         session_lifecycle: true,
         default_deadline_ms: SESSION_START_TIMEOUT_MS,
-        ..tool(
+        ..tool::<params::Nothing, results::SessionStartResult>(
             "tool.session_start",
             Control,
             "open an Agent Window",
-            check::<params::Nothing>,
-            schema_of::<params::Nothing>,
         )
     },
     Tool {
         session_lifecycle: true,
         default_deadline_ms: SESSION_STOP_TIMEOUT_MS,
-        ..tool(
+        ..tool::<params::Nothing, results::SessionStopResult>(
             "tool.session_stop",
             Control,
             "close the Agent Window, returning borrowed tabs",
-            check::<params::Nothing>,
-            schema_of::<params::Nothing>,
         )
     },
-    tool(
+    tool::<params::TabList, results::TabListResult>(
         "tool.tab_list",
         Read,
         "list the person's tabs and the window's",
-        check::<params::TabList>,
-        schema_of::<params::TabList>,
     ),
-    tool(
+    tool::<params::TabCreate, results::TabCreateResult>(
         "tool.tab_create",
         Mutation,
         "open a tab in the Agent Window",
-        check::<params::TabCreate>,
-        schema_of::<params::TabCreate>,
     ),
-    tool(
+    tool::<params::TabRequired, results::TabCloseResult>(
         "tool.tab_close",
         Mutation,
         "close a tab of the Agent Window",
-        check::<params::TabRequired>,
-        schema_of::<params::TabRequired>,
     ),
-    tool(
+    tool::<params::TabRequired, results::TabSelectResult>(
         "tool.tab_select",
         Mutation,
         "make a tab of the Agent Window active",
-        check::<params::TabRequired>,
-        schema_of::<params::TabRequired>,
     ),
-    tool(
+    tool::<params::TabBorrow, results::TabBorrowResult>(
         "tool.tab_borrow",
         Mutation,
         "ask the person to lend one of their tabs",
-        check::<params::TabBorrow>,
-        schema_of::<params::TabBorrow>,
     ),
-    tool(
+    tool::<params::TabRequired, results::TabReturnResult>(
         "tool.tab_return",
         Mutation,
         "give a borrowed tab back",
-        check::<params::TabRequired>,
-        schema_of::<params::TabRequired>,
     ),
-    tool(
+    tool::<params::WindowResize, results::WindowResizeResult>(
         "tool.window_resize",
         Mutation,
         "resize the Agent Window",
-        check::<params::WindowResize>,
-        schema_of::<params::WindowResize>,
     ),
-    tool(
+    tool::<params::Emulate, results::EmulateResult>(
         "tool.emulate",
         Mutation,
         "emulate a viewport, user agent or touch",
-        check::<params::Emulate>,
-        schema_of::<params::Emulate>,
     ),
-    tool(
-        "tool.navigate",
-        Mutation,
-        "load a URL",
-        check::<params::Navigate>,
-        schema_of::<params::Navigate>,
-    ),
-    tool(
+    tool::<params::Navigate, results::NavigateResult>("tool.navigate", Mutation, "load a URL"),
+    tool::<params::History, results::HistoryResult>(
         "tool.navigate_back",
         Mutation,
         "go back in history",
-        check::<params::History>,
-        schema_of::<params::History>,
     ),
-    tool(
+    tool::<params::History, results::HistoryResult>(
         "tool.navigate_forward",
         Mutation,
         "go forward in history",
-        check::<params::History>,
-        schema_of::<params::History>,
     ),
-    tool(
-        "tool.reload",
-        Mutation,
-        "reload the page",
-        check::<params::Reload>,
-        schema_of::<params::Reload>,
-    ),
-    tool(
+    tool::<params::Reload, results::HistoryResult>("tool.reload", Mutation, "reload the page"),
+    tool::<params::History, results::WaitForNavigationResult>(
         "tool.wait_for_navigation",
         Read,
         "wait for a load phase",
-        check::<params::History>,
-        schema_of::<params::History>,
     ),
     Tool {
         gateway_local: true,
-        ..tool(
+        ..tool::<params::WaitMs, results::WaitMsResult>(
             "tool.wait_ms",
             Read,
             "wait, on the gateway",
-            check::<params::WaitMs>,
-            schema_of::<params::WaitMs>,
         )
     },
-    tool(
-        "tool.click",
-        Mutation,
-        "click an element",
-        check::<params::Click>,
-        schema_of::<params::Click>,
-    ),
-    tool(
+    tool::<params::Click, results::PointerResult>("tool.click", Mutation, "click an element"),
+    tool::<params::Hover, results::PointerResult>(
         "tool.hover",
         Transient,
         "move the pointer over an element",
-        check::<params::Hover>,
-        schema_of::<params::Hover>,
     ),
-    tool(
-        "tool.fill",
-        Mutation,
-        "type a value into a field",
-        check::<params::Fill>,
-        schema_of::<params::Fill>,
-    ),
-    tool(
-        "tool.press",
-        Mutation,
-        "press a key or chord",
-        check::<params::Press>,
-        schema_of::<params::Press>,
-    ),
-    tool(
+    tool::<params::Fill, results::FillResult>("tool.fill", Mutation, "type a value into a field"),
+    tool::<params::Press, results::PressResult>("tool.press", Mutation, "press a key or chord"),
+    tool::<params::Select, results::SelectResult>(
         "tool.select",
         Mutation,
         "choose options of a select",
-        check::<params::Select>,
-        schema_of::<params::Select>,
     ),
-    tool(
+    tool::<params::Snapshot, results::SnapshotResult>(
         "tool.snapshot",
         Read,
         "the page as text with element refs",
-        check::<params::Snapshot>,
-        schema_of::<params::Snapshot>,
     ),
-    tool(
+    tool::<params::Observe, results::ObserveResult>(
         "tool.observe",
         Transient,
         "a snapshot with hover probes",
-        check::<params::Observe>,
-        schema_of::<params::Observe>,
     ),
-    tool(
+    tool::<params::GetHtml, results::GetHtmlResult>(
         "tool.get_html",
         Read,
         "the page's or an element's HTML",
-        check::<params::GetHtml>,
-        schema_of::<params::GetHtml>,
     ),
-    tool(
+    tool::<params::Screenshot, results::ScreenshotResult>(
         "tool.screenshot",
         Read,
         "a PNG of the tab or of an element",
-        check::<params::Screenshot>,
-        schema_of::<params::Screenshot>,
     ),
-    tool(
+    tool::<params::LogRead, results::ConsoleResult>(
         "tool.console",
         Read,
         "console messages since a cursor",
-        check::<params::LogRead>,
-        schema_of::<params::LogRead>,
     ),
-    tool(
+    tool::<params::LogRead, results::NetworkResult>(
         "tool.network",
         Read,
         "network requests since a cursor",
-        check::<params::LogRead>,
-        schema_of::<params::LogRead>,
     ),
-    tool(
+    tool::<params::Evaluate, results::EvaluateResult>(
         "tool.evaluate",
         Mutation,
         "run JavaScript in the page (if the person allows it)",
-        check::<params::Evaluate>,
-        schema_of::<params::Evaluate>,
     ),
     Tool {
         waits_for_person: true,
         default_deadline_ms: PERSON_DEADLINE_MS,
-        ..tool(
+        ..tool::<params::RequestHelp, results::RequestHelpResult>(
             "tool.request_help",
             Read,
             "hand the page to the person and wait",
-            check::<params::RequestHelp>,
-            schema_of::<params::RequestHelp>,
         )
     },
-    tool(
+    tool::<params::RecordStart, results::RecordStartResult>(
         "tool.record_start",
         Mutation,
         "record what the person does",
-        check::<params::RecordStart>,
-        schema_of::<params::RecordStart>,
     ),
     Tool {
         busy_exempt: true,
-        ..tool(
+        ..tool::<params::Nothing, results::RecordResult>(
             "tool.record_stop",
             Read,
             "stop a recording",
-            check::<params::Nothing>,
-            schema_of::<params::Nothing>,
         )
     },
-    tool(
+    tool::<params::RecordAwait, results::RecordResult>(
         "tool.record_await",
         Read,
         "wait for the person to finish a recording",
-        check::<params::RecordAwait>,
-        schema_of::<params::RecordAwait>,
     ),
 ];
 

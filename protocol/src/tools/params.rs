@@ -5,76 +5,14 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use ts_rs::TS;
 
+pub use super::reading::ParamError;
+use super::reading::Rules;
 use super::values::{
     Button, Count, Cursor, Index, Modifier, NonEmpty, Positive, PositiveFinite, TabId, TabScope,
     Text, TimeoutMs, WaitDuration, WaitUntil, WindowDimension,
 };
-
-/// A params problem the gateway can see: which field, and why (a message that says
-/// it in full, as the extension would: "pass either ref or selector, not both").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamError {
-    /// The field's path, e.g. `wait_until` or `overrides.width`; empty for the
-    /// params as a whole.
-    pub field: String,
-    pub message: String,
-}
-
-impl ParamError {
-    fn new(field: &str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Rules across fields that serde cannot state, checked after a successful read.
-pub(super) trait Rules {
-    fn rules(&self) -> Result<(), ParamError> {
-        Ok(())
-    }
-}
-
-/// The JSON Schema (draft 2020-12) of `T`'s params, as the catalogue publishes it.
-/// Rules across fields (for example "ref or selector, not both") are the params'
-/// descriptions' to state; the gateway checks them with [`check`].
-pub(super) fn schema_of<T: JsonSchema>() -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    serde_json::to_value(schema).unwrap_or(Value::Null)
-}
-
-/// Read `params` as `T` and check its rules.
-pub(super) fn check<T: for<'de> Deserialize<'de> + Rules>(
-    params: &Map<String, Value>,
-) -> Result<(), ParamError> {
-    let value: T = serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
-        let message = e.into_inner().to_string();
-        // serde names a missing field in its message, at the parent's path.
-        let missing = message
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split('`').next());
-        let field = match (path.as_str(), missing) {
-            (".", Some(name)) => name.to_string(),
-            (parent, Some(name)) => format!("{parent}.{name}"),
-            (".", None) => String::new(),
-            (path, None) => path.to_string(),
-        };
-        // serde's message names the value, not where it was: say where.
-        let message = if field.is_empty() || missing.is_some() {
-            message
-        } else {
-            format!("{field}: {message}")
-        };
-        ParamError { field, message }
-    })?;
-    value.rules()
-}
 
 /// `ref` or `selector` of a page input: exactly one, non-empty, or (for `press`)
 /// at most one (docs/protocol.md, "Tools").
@@ -93,12 +31,14 @@ fn target(
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "TabListParams", optional_fields)]
 pub struct TabList {
     pub scope: Option<TabScope>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "TabCreateParams", optional_fields)]
 pub struct TabCreate {
     pub url: Option<Text>,
     pub active: Option<bool>,
@@ -106,37 +46,43 @@ pub struct TabCreate {
 }
 
 /// `tab_close`, `tab_select`, `tab_return`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "TabRequiredParams", optional_fields)]
 pub struct TabRequired {
     pub tab_id: TabId,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "TabBorrowParams", optional_fields)]
 pub struct TabBorrow {
     pub tab_id: TabId,
     pub confirm: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "WindowResizeParams", optional_fields)]
 pub struct WindowResize {
     pub width: WindowDimension,
     pub height: WindowDimension,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "EmulateParams", optional_fields)]
 pub struct Emulate {
     pub tab_id: Option<TabId>,
     pub off: Option<bool>,
     pub overrides: Option<EmulateOverrides>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "UaBrandParams", optional_fields)]
 pub struct UaBrand {
     pub brand: Text,
     pub version: Text,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "UaMetadataParams", optional_fields)]
 pub struct UaMetadata {
     pub brands: Option<Vec<UaBrand>>,
     pub full_version: Option<Text>,
@@ -147,7 +93,12 @@ pub struct UaMetadata {
     pub mobile: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(
+    export_to = "tools/",
+    rename = "EmulateOverridesParams",
+    optional_fields
+)]
 pub struct EmulateOverrides {
     pub width: Option<Positive>,
     pub height: Option<Positive>,
@@ -160,7 +111,8 @@ pub struct EmulateOverrides {
     pub max_touch_points: Option<Positive>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "NavigateParams", optional_fields)]
 pub struct Navigate {
     pub url: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -169,14 +121,16 @@ pub struct Navigate {
 }
 
 /// `navigate_back`, `navigate_forward`, `wait_for_navigation`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "HistoryParams", optional_fields)]
 pub struct History {
     pub tab_id: Option<TabId>,
     pub wait_until: Option<WaitUntil>,
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "ReloadParams", optional_fields)]
 pub struct Reload {
     pub tab_id: Option<TabId>,
     pub wait_until: Option<WaitUntil>,
@@ -184,12 +138,14 @@ pub struct Reload {
     pub hard: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "WaitMsParams", optional_fields)]
 pub struct WaitMs {
     pub duration_ms: WaitDuration,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "ClickParams", optional_fields)]
 pub struct Click {
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
@@ -201,7 +157,8 @@ pub struct Click {
     pub modifiers: Option<Vec<Modifier>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "HoverParams", optional_fields)]
 pub struct Hover {
     #[serde(rename = "ref")]
     pub reference: Option<NonEmpty>,
@@ -212,7 +169,8 @@ pub struct Hover {
     pub settle_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "FillParams", optional_fields)]
 pub struct Fill {
     pub value: Text,
     #[serde(rename = "ref")]
@@ -223,7 +181,8 @@ pub struct Fill {
     pub clear_before: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "PressParams", optional_fields)]
 pub struct Press {
     pub key: NonEmpty,
     #[serde(rename = "ref")]
@@ -235,7 +194,8 @@ pub struct Press {
     pub hold_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "SelectParams", optional_fields)]
 pub struct Select {
     pub values: Vec<Text>,
     #[serde(rename = "ref")]
@@ -245,14 +205,16 @@ pub struct Select {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "SnapshotParams", optional_fields)]
 pub struct Snapshot {
     pub tab_id: Option<TabId>,
     pub max_depth: Option<Count>,
     pub max_tokens: Option<Count>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "ObserveParams", optional_fields)]
 pub struct Observe {
     pub tab_id: Option<TabId>,
     pub max_depth: Option<Count>,
@@ -260,7 +222,8 @@ pub struct Observe {
     pub debug_surfaces: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "GetHtmlParams", optional_fields)]
 pub struct GetHtml {
     pub tab_id: Option<TabId>,
     #[serde(rename = "ref")]
@@ -268,7 +231,8 @@ pub struct GetHtml {
     pub max_bytes: Option<Count>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "ScreenshotParams", optional_fields)]
 pub struct Screenshot {
     pub tab_id: Option<TabId>,
     #[serde(rename = "ref")]
@@ -276,7 +240,8 @@ pub struct Screenshot {
 }
 
 /// `tool.console` and `tool.network`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "LogReadParams", optional_fields)]
 pub struct LogRead {
     pub tab_id: Option<TabId>,
     pub since: Option<Cursor>,
@@ -285,7 +250,8 @@ pub struct LogRead {
     pub include_stack: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "EvaluateParams", optional_fields)]
 pub struct Evaluate {
     pub expression: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -295,7 +261,8 @@ pub struct Evaluate {
 }
 
 /// One condition of `request_help`'s `completion_criteria`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "ConditionParams", optional_fields)]
 pub struct Condition {
     pub url_contains: Option<Text>,
     pub url_matches: Option<Text>,
@@ -305,21 +272,28 @@ pub struct Condition {
     pub text_missing: Option<Text>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(
+    export_to = "tools/",
+    rename = "CompletionCriteriaParams",
+    optional_fields
+)]
 pub struct CompletionCriteria {
     pub any: Option<Vec<Condition>>,
     pub all: Option<Vec<Condition>>,
     pub stable_for_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "HelpTargetParams", optional_fields)]
 pub struct HelpTarget {
     #[serde(rename = "ref")]
     pub reference: Option<Text>,
     pub selector: Option<Text>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "RequestHelpParams", optional_fields)]
 pub struct RequestHelp {
     pub prompt: NonEmpty,
     pub tab_id: Option<TabId>,
@@ -329,20 +303,23 @@ pub struct RequestHelp {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "RecordStartParams", optional_fields)]
 pub struct RecordStart {
     pub tab_id: Option<TabId>,
     pub url: Option<Text>,
     pub purpose: Option<Text>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "RecordAwaitParams", optional_fields)]
 pub struct RecordAwait {
     pub timeout_ms: Option<TimeoutMs>,
 }
 
 /// A method with no params of its own.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, TS)]
+#[ts(export_to = "tools/", rename = "NoParams", optional_fields)]
 pub struct Nothing {}
 
 impl Rules for TabList {}

@@ -8,6 +8,24 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// A value type's TypeScript: the primitive it is read from (its range is the
+/// schema's to state; TypeScript has no way to).
+macro_rules! primitive_ts {
+    ($name:ident, $ts:literal) => {
+        impl TS for $name {
+            type WithoutGenerics = Self;
+            type OptionInnerType = Self;
+            fn name(_: &ts_rs::Config) -> String {
+                String::from($ts)
+            }
+            fn inline(cfg: &ts_rs::Config) -> String {
+                <Self as TS>::name(cfg)
+            }
+        }
+    };
+}
 
 /// A value type's JSON Schema, inlined where it is used (each is a handful of
 /// keywords; a `$defs` entry per range would only add indirection for readers).
@@ -51,6 +69,8 @@ macro_rules! checked_integer {
                 }
             }
         }
+
+        primitive_ts!($name, "number");
 
         inline_schema!($name, {
             "type": "integer",
@@ -142,6 +162,9 @@ impl<'de> Deserialize<'de> for NonEmpty {
 }
 
 inline_schema!(Text, { "type": "string" });
+primitive_ts!(Text, "string");
+primitive_ts!(NonEmpty, "string");
+primitive_ts!(PositiveFinite, "number");
 inline_schema!(NonEmpty, { "type": "string", "minLength": 1 });
 inline_schema!(PositiveFinite, { "type": "number", "exclusiveMinimum": 0 });
 
@@ -163,40 +186,45 @@ impl<'de> Deserialize<'de> for PositiveFinite {
     }
 }
 
-/// The page lifecycle phase a navigation waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitUntil {
-    Load,
-    Domcontentloaded,
-    Networkidle,
-    Commit,
+/// An enum of the protocol, each variant with its wire name written once: serde
+/// reads and writes it, and `NAMES` lists them (the CLI offers them as choices).
+macro_rules! wire_enum {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $wire:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, TS)]
+        #[ts(export_to = "tools/")]
+        pub enum $name {
+            $(#[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// Every wire name, in the protocol's order.
+            pub const NAMES: &'static [&'static str] = &[$($wire),+];
+        }
+    };
 }
 
-/// Which tabs `tool.tab_list` lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TabScope {
-    User,
-    Agent,
-    All,
-}
+wire_enum!(
+    /// The page lifecycle phase a navigation waits for.
+    WaitUntil {
+        Load = "load",
+        Domcontentloaded = "domcontentloaded",
+        Networkidle = "networkidle",
+        Commit = "commit",
+    }
+);
 
-/// A mouse button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Button {
-    Left,
-    Middle,
-    Right,
-}
+wire_enum!(
+    /// Which tabs `tool.tab_list` lists.
+    TabScope { User = "user", Agent = "agent", All = "all" }
+);
 
-/// A modifier key held during input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Modifier {
-    Alt,
-    Ctrl,
-    Meta,
-    Shift,
-}
+wire_enum!(
+    /// A mouse button.
+    Button { Left = "left", Middle = "middle", Right = "right" }
+);
+
+wire_enum!(
+    /// A modifier key held during input.
+    Modifier { Alt = "alt", Ctrl = "ctrl", Meta = "meta", Shift = "shift" }
+);
