@@ -56,6 +56,36 @@ impl std::ops::Deref for AppState {
     }
 }
 
+impl AppState {
+    /// The surfaces' state around `core`, with limiters tuned by its config.
+    pub fn new(core: Core, public_base: Arc<str>) -> Self {
+        let limits = &core.config.limits;
+        Self {
+            token_reads: crate::store::token_reads::TokenReads::new(core.store.clone()),
+            authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
+                limits.authorize_per_minute,
+                RATE_LIMIT_MAX_KEYS,
+            )),
+            renewal_limiter: Arc::new(crate::limits::keyed::SweptLimiter::per_minute(
+                limits.renewals_per_minute_per_device,
+            )),
+            upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
+                limits.upgrades_per_minute,
+                RATE_LIMIT_MAX_KEYS,
+            )),
+            agent_limiter: Arc::new(crate::limits::agent_rate::AgentRateLimiter::per_second(
+                limits.agent_calls_per_second_per_token,
+                limits.agent_calls_per_second_per_tenant,
+            )),
+            tokens: crate::auth::token_watch::TokenWatch::default(),
+            agent_sockets: crate::agent::socket_slots::AgentSocketCounter::default(),
+            public_base,
+            tasks: TaskTracker::new(),
+            core,
+        }
+    }
+}
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")

@@ -36,13 +36,12 @@ use latchkey_protocol::CloseCode;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::app::{AppState, RATE_LIMIT_MAX_KEYS};
+use crate::app::AppState;
 use crate::audit::Audit;
 use crate::auth::bootstrap::{self, BootstrapError, NewTenant};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::devices::DeviceRegistry;
-use crate::limits::rate::PeerRateLimiter;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use crate::transport::tls::TlsError;
 
@@ -226,30 +225,7 @@ pub async fn bind_with_routes(
         closing: CancellationToken::new(),
         calls: TaskTracker::new(),
     };
-    let limits = &core.config.limits;
-    let state = AppState {
-        token_reads: store::token_reads::TokenReads::new(core.store.clone()),
-        authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
-            limits.authorize_per_minute,
-            RATE_LIMIT_MAX_KEYS,
-        )),
-        renewal_limiter: Arc::new(crate::limits::keyed::SweptLimiter::per_minute(
-            limits.renewals_per_minute_per_device,
-        )),
-        upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
-            limits.upgrades_per_minute,
-            RATE_LIMIT_MAX_KEYS,
-        )),
-        agent_limiter: Arc::new(crate::limits::agent_rate::AgentRateLimiter::per_second(
-            limits.agent_calls_per_second_per_token,
-            limits.agent_calls_per_second_per_tenant,
-        )),
-        tokens: auth::token_watch::TokenWatch::default(),
-        agent_sockets: agent::socket_slots::AgentSocketCounter::default(),
-        public_base: Arc::from(base.as_str()),
-        tasks: TaskTracker::new(),
-        core,
-    };
+    let state = AppState::new(core, Arc::from(base.as_str()));
     let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {
         (Some(addr), Some(handle)) => Some(
             telemetry::metrics::serve(addr, handle, state.shutdown.clone())

@@ -247,3 +247,7 @@ async fn serve_socket<S: Socket>(socket: S, state: AppState, p: Principal) {
     events.ended.cancel();
     debug!("agent socket closed");
 }
+
+#[cfg(test)]
+#[path = "socket_tests.rs"]
+mod tests;
