@@ -26,26 +26,26 @@ pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
 /// the core's handles without each handler naming the room they live in.
 #[derive(Clone)]
 pub struct AppState {
-    pub core: Core,
+    pub(crate) core: Core,
     /// Device upgrades read their grants through this, together when they arrive
     /// together.
-    pub token_reads: crate::store::token_reads::TokenReads,
+    pub(crate) token_reads: crate::store::token_reads::TokenReads,
     /// API tokens in use here: revoking or expiring one ends what it holds.
-    pub tokens: crate::auth::token_watch::TokenWatch,
-    pub agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
+    pub(crate) tokens: crate::auth::token_watch::TokenWatch,
+    pub(crate) agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
     /// Pairing attempts and anything else on `/extension/authorize` that is not a
     /// known device's renewal: per client address and per node.
-    pub authorize_limiter: Arc<PeerRateLimiter>,
+    pub(crate) authorize_limiter: Arc<PeerRateLimiter>,
     /// Renewals, per device: once the store has said whose token a renewal
     /// presents, it is charged to that device alone, never to the address or the
     /// node, so pairing guesses cannot refuse it (docs/security.md).
-    pub renewal_limiter: Arc<crate::limits::keyed::SweptLimiter>,
-    pub upgrade_limiter: Arc<PeerRateLimiter>,
-    pub agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
+    pub(crate) renewal_limiter: Arc<crate::limits::keyed::SweptLimiter>,
+    pub(crate) upgrade_limiter: Arc<PeerRateLimiter>,
+    pub(crate) agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
-    pub public_base: Arc<str>,
+    pub(crate) public_base: Arc<str>,
     /// Every connection task, so shutdown can wait for them.
-    pub tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
 }
 
 impl std::ops::Deref for AppState {

@@ -14,7 +14,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod core;
+pub(crate) mod core;
 pub(crate) mod core_error;
 #[cfg(test)]
 mod core_testing;
@@ -23,7 +23,7 @@ pub mod extension;
 pub(crate) mod failpoint;
 pub mod limits;
 pub(crate) mod sessions;
-pub mod socket;
+pub(crate) mod socket;
 pub mod store;
 pub mod telemetry;
 pub mod transport;

@@ -2,6 +2,6 @@
 //! bootstrap of the first tenant.
 
 pub mod bootstrap;
-pub mod principal;
+pub(crate) mod principal;
 pub mod secret;
-pub mod token_watch;
+pub(crate) mod token_watch;

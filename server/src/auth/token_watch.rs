@@ -179,6 +179,7 @@ impl TokenWatch {
         }
     }
 
+    #[cfg(test)]
     /// Tokens with a lease on this node.
     pub fn in_use(&self) -> usize {
         self.entries().len()

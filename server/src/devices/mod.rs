@@ -3,12 +3,12 @@
 //! callers send requests through, and the grant rule that decides whether a device
 //! may stay connected.
 
-pub mod connection;
+pub(crate) mod connection;
 pub(crate) mod ending;
-pub mod grant;
+pub(crate) mod grant;
 pub mod grant_sweep;
-pub mod handshake;
-pub mod link;
+pub(crate) mod handshake;
+pub(crate) mod link;
 pub mod registry;
 
 pub use registry::DeviceRegistry;

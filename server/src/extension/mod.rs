@@ -3,9 +3,9 @@
 //! WebSocket upgrade). Refusals use bsk's bodies exactly, so any compatible extension
 //! reacts correctly.
 
-pub mod authorize;
-pub mod local;
-pub mod reply;
+pub(crate) mod authorize;
+pub(crate) mod local;
+pub(crate) mod reply;
 pub mod upgrade;
 
 use axum::Router;

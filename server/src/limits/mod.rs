@@ -2,7 +2,7 @@
 //! they are keyed by, agent rate limits per token and tenant, and renewals per
 //! device.
 
-pub mod agent_rate;
+pub(crate) mod agent_rate;
 pub mod client_ip;
-pub mod keyed;
-pub mod rate;
+pub(crate) mod keyed;
+pub(crate) mod rate;

@@ -1,6 +1,6 @@
 //! Logs and metrics. Nothing here records headers, subprotocol values or bodies.
 
-pub mod logging;
+pub(crate) mod logging;
 pub mod metrics;
 pub mod otel;
 

@@ -90,6 +90,7 @@ impl WaitingRoom {
         self.full_until = None;
     }
 
+    #[cfg(test)]
     /// Connections waiting now.
     pub fn len(&self) -> usize {
         self.total

@@ -44,14 +44,14 @@ macro_rules! writes_pass_through {
 }
 use writes_pass_through;
 
-pub mod admission;
-pub mod listener;
+pub(crate) mod admission;
+pub(crate) mod listener;
 mod peer_clock;
-pub mod read_ahead;
-pub mod setup;
+pub(crate) mod read_ahead;
+pub(crate) mod setup;
 pub mod tls;
-pub mod write_stall;
-pub mod ws_socket;
+pub(crate) mod write_stall;
+pub(crate) mod ws_socket;
 
 /// Bytes tungstenite reads from a socket at a time, and the buffer it keeps per
 /// socket. Its default (128 KiB) is zero-filled on every read and stays resident:

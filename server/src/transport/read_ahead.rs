@@ -38,6 +38,7 @@ impl<S> ReadAhead<S> {
         }
     }
 
+    #[cfg(test)]
     /// Bytes held for the caller right now (0 whenever the connection is quiet).
     pub fn staged_capacity(&self) -> usize {
         self.staged.capacity()

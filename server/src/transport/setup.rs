@@ -349,16 +349,19 @@ impl SetupSlots {
         }
     }
 
+    #[cfg(test)]
     /// Connections in setup now.
     pub fn len(&self) -> usize {
         self.live().entries.len()
     }
 
+    #[cfg(test)]
     /// Places `peer` holds now.
     pub fn taken_by(&self, peer: PeerKey) -> usize {
         self.live().taken_by(peer)
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
