@@ -93,159 +93,138 @@ fn error_of(frame: &Frame, id: &str) -> String {
     }
 }
 
-#[tokio::test]
-async fn a_call_is_forwarded_and_its_answer_comes_back_under_the_agents_id() {
+/// A device online, an agent socket with a session on it, and a `tool.click` (the
+/// agent's id `c1`, with `extra` params) that the browser received and has not
+/// answered yet.
+struct Clicking {
+    _h: Harness,
+    _device_task: tokio::task::JoinHandle<()>,
+    device: ChannelPeer,
+    agent: Agent,
+    click: RequestFrame,
+}
+
+async fn clicking(extra: Value) -> Clicking {
     let h = harness(|_| {}).await;
-    let (_device_task, mut device) = h.online().await;
+    let (device_task, mut device) = h.online().await;
     let mut agent = agent_socket(&h);
     let session = start_session(&mut agent.peer, &mut device).await;
-
-    let params = json!({ "session_id": session, "ref": "e1" });
+    let mut params = json!({ "session_id": session, "ref": "e1" });
+    if let (Some(p), Value::Object(more)) = (params.as_object_mut(), extra) {
+        p.extend(more);
+    }
     ask(&mut agent.peer, "c1", "tool.click", params).await;
     let click = browser_request(&mut device, "tool.click").await;
-    assert_eq!(click.params.expect("params")["ref"], "e1");
-    let result = json!({ "tab_id": 3, "x": 1.5, "y": 2 });
-    send(
-        &mut device,
-        &Frame::Success(SuccessFrame {
-            id: click.id,
-            result: result.clone(),
-        }),
-    )
-    .await;
-    match answer(&mut agent.peer).await {
-        Frame::Success(s) => assert_eq!((s.id.as_str(), s.result), ("c1", result)),
-        other => panic!("click answered {other:?}"),
+    Clicking {
+        _h: h,
+        _device_task: device_task,
+        device,
+        agent,
+        click,
+    }
+}
+
+impl Clicking {
+    /// The browser was told to cancel the click.
+    async fn cancelled_at_the_browser(&mut self) {
+        let cancel = browser_request(&mut self.device, methods::CANCEL).await;
+        assert_eq!(
+            cancel.params.expect("params")["rpc_id"],
+            Value::String(self.click.id.clone())
+        );
+    }
+
+    /// The agent's answer to its request `id`: its result.
+    async fn result_of(&mut self, id: &str) -> Value {
+        match answer(&mut self.agent.peer).await {
+            Frame::Success(s) if s.id == id => s.result,
+            other => panic!("{id} answered {other:?}"),
+        }
     }
 }
 
 #[tokio::test]
-async fn cancel_answers_the_call_once_and_reaches_the_browser() {
-    let h = harness(|_| {}).await;
-    let (_device_task, mut device) = h.online().await;
-    let mut agent = agent_socket(&h);
-    let session = start_session(&mut agent.peer, &mut device).await;
-
-    ask(
-        &mut agent.peer,
-        "c1",
-        "tool.click",
-        json!({ "session_id": session, "ref": "e1" }),
+async fn a_call_is_forwarded_and_its_answer_comes_back_under_the_agents_id() {
+    let mut c = clicking(json!({})).await;
+    assert_eq!(c.click.params.clone().expect("params")["ref"], "e1");
+    let result = json!({ "tab_id": 3, "x": 1.5, "y": 2 });
+    let id = c.click.id.clone();
+    send(
+        &mut c.device,
+        &Frame::Success(SuccessFrame {
+            id,
+            result: result.clone(),
+        }),
     )
     .await;
-    let click = browser_request(&mut device, "tool.click").await;
+    assert_eq!(c.result_of("c1").await, result);
+}
+
+#[tokio::test]
+async fn cancel_answers_the_call_once_and_reaches_the_browser() {
+    let mut c = clicking(json!({})).await;
     ask(
-        &mut agent.peer,
+        &mut c.agent.peer,
         "x1",
         methods::CANCEL,
         json!({ "rpc_id": "c1" }),
     )
     .await;
-    assert_eq!(error_of(&answer(&mut agent.peer).await, "c1"), "cancelled");
-    match answer(&mut agent.peer).await {
-        Frame::Success(s) => assert_eq!(
-            (s.id.as_str(), s.result),
-            ("x1", json!({"cancelled": true}))
-        ),
-        other => panic!("cancel answered {other:?}"),
-    }
-    let cancel = browser_request(&mut device, methods::CANCEL).await;
     assert_eq!(
-        cancel.params.expect("params")["rpc_id"],
-        Value::String(click.id.clone())
+        error_of(&answer(&mut c.agent.peer).await, "c1"),
+        "cancelled"
     );
+    assert_eq!(c.result_of("x1").await, json!({ "cancelled": true }));
+    c.cancelled_at_the_browser().await;
     // The browser's late answer is not a second answer: a cancel of the same id
     // now finds nothing running.
-    let late = Frame::Success(SuccessFrame {
-        id: click.id,
-        result: json!({}),
-    });
-    send(&mut device, &late).await;
+    let id = c.click.id.clone();
+    send(
+        &mut c.device,
+        &Frame::Success(SuccessFrame {
+            id,
+            result: json!({}),
+        }),
+    )
+    .await;
     ask(
-        &mut agent.peer,
+        &mut c.agent.peer,
         "x2",
         methods::CANCEL,
         json!({ "rpc_id": "c1" }),
     )
     .await;
-    match answer(&mut agent.peer).await {
-        Frame::Success(s) => assert_eq!(
-            (s.id.as_str(), s.result),
-            ("x2", json!({"cancelled": false}))
-        ),
-        other => panic!("second cancel answered {other:?}"),
-    }
+    assert_eq!(c.result_of("x2").await, json!({ "cancelled": false }));
 }
 
 #[tokio::test]
 async fn a_call_past_its_deadline_is_answered_timeout_and_cancelled_on_the_browser() {
-    let h = harness(|_| {}).await;
-    let (_device_task, mut device) = h.online().await;
-    let mut agent = agent_socket(&h);
-    let session = start_session(&mut agent.peer, &mut device).await;
-
-    let params = json!({ "session_id": session, "ref": "e1", "timeout_ms": 1_000 });
-    ask(&mut agent.peer, "c1", "tool.click", params).await;
-    let click = browser_request(&mut device, "tool.click").await;
+    let mut c = clicking(json!({ "timeout_ms": 1_000 })).await;
     // No answer: paused time runs to the deadline.
-    assert_eq!(error_of(&answer(&mut agent.peer).await, "c1"), "timeout");
-    let cancel = browser_request(&mut device, methods::CANCEL).await;
-    assert_eq!(
-        cancel.params.expect("params")["rpc_id"],
-        Value::String(click.id)
-    );
+    assert_eq!(error_of(&answer(&mut c.agent.peer).await, "c1"), "timeout");
+    c.cancelled_at_the_browser().await;
 }
 
 #[tokio::test]
 async fn an_agent_that_goes_away_cancels_its_calls_in_flight() {
-    let h = harness(|_| {}).await;
-    let (_device_task, mut device) = h.online().await;
-    let mut agent = agent_socket(&h);
-    let session = start_session(&mut agent.peer, &mut device).await;
-
-    ask(
-        &mut agent.peer,
-        "c1",
-        "tool.click",
-        json!({ "session_id": session, "ref": "e1" }),
-    )
-    .await;
-    let click = browser_request(&mut device, "tool.click").await;
-    agent
+    let mut c = clicking(json!({})).await;
+    c.agent
         .peer
         .send
         .send(Ok(Inbound::Close))
         .await
         .expect("reading");
-    agent.task.await.expect("the loop ends");
-    let cancel = browser_request(&mut device, methods::CANCEL).await;
-    assert_eq!(
-        cancel.params.expect("params")["rpc_id"],
-        Value::String(click.id)
-    );
+    (&mut c.agent.task).await.expect("the loop ends");
+    c.cancelled_at_the_browser().await;
 }
 
 #[tokio::test]
 async fn shutdown_answers_what_is_in_flight_and_closes_going_away() {
-    let h = harness(|_| {}).await;
-    let (_device_task, mut device) = h.online().await;
-    let mut agent = agent_socket(&h);
-    let session = start_session(&mut agent.peer, &mut device).await;
-
-    ask(
-        &mut agent.peer,
-        "c1",
-        "tool.click",
-        json!({ "session_id": session, "ref": "e1" }),
-    )
-    .await;
-    let _click = browser_request(&mut device, "tool.click").await;
-    agent.state.closing.cancel();
-    assert_eq!(
-        error_of(&answer(&mut agent.peer).await, "c1"),
-        "server_shutting_down"
-    );
-    match next(&mut agent.peer).await {
+    let mut c = clicking(json!({})).await;
+    c.agent.state.closing.cancel();
+    let answered = answer(&mut c.agent.peer).await;
+    assert_eq!(error_of(&answered, "c1"), "server_shutting_down");
+    match next(&mut c.agent.peer).await {
         Some(Outbound::Close(code)) => assert_eq!(code, CloseCode::GoingAway),
         other => panic!("expected the close, got {other:?}"),
     }
