@@ -5,7 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use http::{HeaderMap, HeaderValue};
-use latchkey_server::limits::client_ip::client_ip;
+use latchkey_server::rate_limits::client_ip::client_ip;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::api_error::ApiError;
 use crate::core::Core;
-use crate::limits::rate::PeerRateLimiter;
+use crate::rate_limits::rate::PeerRateLimiter;
 
 /// Peers tracked by each keyed rate limiter before new peers share an overflow bucket.
 pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
@@ -39,9 +39,9 @@ pub struct AppState {
     /// Renewals, per device: once the store has said whose token a renewal
     /// presents, it is charged to that device alone, never to the address or the
     /// node, so pairing guesses cannot refuse it (docs/security.md).
-    pub(crate) renewal_limiter: Arc<crate::limits::keyed::SweptLimiter>,
+    pub(crate) renewal_limiter: Arc<crate::rate_limits::keyed::SweptLimiter>,
     pub(crate) upgrade_limiter: Arc<PeerRateLimiter>,
-    pub(crate) agent_limiter: Arc<crate::limits::agent_rate::AgentRateLimiter>,
+    pub(crate) agent_limiter: Arc<crate::rate_limits::agent_rate::AgentRateLimiter>,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
     pub(crate) public_base: Arc<str>,
     /// Every connection task, so shutdown can wait for them.
@@ -66,14 +66,14 @@ impl AppState {
                 limits.authorize_per_minute,
                 RATE_LIMIT_MAX_KEYS,
             )),
-            renewal_limiter: Arc::new(crate::limits::keyed::SweptLimiter::per_minute(
+            renewal_limiter: Arc::new(crate::rate_limits::keyed::SweptLimiter::per_minute(
                 limits.renewals_per_minute_per_device,
             )),
             upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
                 limits.upgrades_per_minute,
                 RATE_LIMIT_MAX_KEYS,
             )),
-            agent_limiter: Arc::new(crate::limits::agent_rate::AgentRateLimiter::per_second(
+            agent_limiter: Arc::new(crate::rate_limits::agent_rate::AgentRateLimiter::per_second(
                 limits.agent_calls_per_second_per_token,
                 limits.agent_calls_per_second_per_tenant,
             )),

@@ -21,7 +21,7 @@ mod core_testing;
 pub mod devices;
 pub mod extension;
 pub(crate) mod failpoint;
-pub mod limits;
+pub mod rate_limits;
 pub(crate) mod sessions;
 pub(crate) mod socket;
 pub mod store;

@@ -22,7 +22,7 @@ use crate::app::AppState;
 use crate::audit::{self, Event, action};
 use crate::auth::secret;
 use crate::clock::rfc3339;
-use crate::limits::client_ip::client_ip;
+use crate::rate_limits::client_ip::client_ip;
 use crate::store::{DeviceRecord, GrantTimes, NewDevice, RotateOutcome, StoreError};
 use crate::telemetry::metrics as telemetry;
 use latchkey_protocol::authorize::AuthorizeErrorTag;

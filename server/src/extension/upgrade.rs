@@ -15,8 +15,8 @@ use super::reply::Refusal;
 use crate::app::AppState;
 use crate::auth::secret;
 use crate::config::is_extension_id;
-use crate::limits::client_ip::client_ip;
-use crate::limits::rate::RetryAfter;
+use crate::rate_limits::client_ip::client_ip;
+use crate::rate_limits::rate::RetryAfter;
 use crate::store::DeviceRecord;
 
 /// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
