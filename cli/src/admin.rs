@@ -1,4 +1,4 @@
-//! `latchkey admin …`: pairing links, devices, tokens, audit.
+//! `latchkey admin …`: pairing links, devices, tokens, audit (members: `members.rs`).
 
 use latchkey_protocol::api::{
     AuditList, CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, ForgetResult,
@@ -17,10 +17,12 @@ const NO_BODY: Option<&Value> = None;
 /// Run one admin command; prints JSON or human output.
 pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<(), CliError> {
     match cmd {
-        AdminCommand::Pair { label, ttl } => {
+        AdminCommand::Members(cmd) => crate::members::run(client, cmd, json).await,
+        AdminCommand::Pair { label, ttl, member } => {
             let body = CreatePairingRequest {
                 label,
                 ttl_secs: ttl,
+                member_id: member,
             };
             let created: PairingCreated = client
                 .call(Method::POST, "/v1/admin/pairings", Some(&body))
@@ -95,11 +97,17 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 out!("device {} forgotten; it is off the list", cell(&r.id))
             })
         }
-        AdminCommand::Tokens(TokensCommand::Create { name, role, ttl }) => {
+        AdminCommand::Tokens(TokensCommand::Create {
+            name,
+            role,
+            ttl,
+            member,
+        }) => {
             let body = CreateTokenRequest {
                 name,
                 role,
                 ttl_secs: ttl,
+                member_id: member,
             };
             let t: TokenCreated = client
                 .call(Method::POST, "/v1/admin/tokens", Some(&body))
@@ -192,7 +200,7 @@ fn devices_table(devices: &[DeviceView]) {
             vec![
                 d.id.clone(),
                 d.label.clone(),
-                d.owner.clone(),
+                owner(d),
                 format!("{:?}", d.status).to_lowercase(),
                 if d.online {
                     "online".into()
@@ -216,6 +224,14 @@ fn devices_table(devices: &[DeviceView]) {
         ],
         &rows,
     );
+}
+
+/// Whose a browser is: the member's name and email, else the token that paired it.
+fn owner(d: &DeviceView) -> String {
+    match &d.owner {
+        Some(m) => format!("{} <{}>", m.display_name, m.email),
+        None => format!("({})", d.created_by),
+    }
 }
 
 fn tokens_table(tokens: &[TokenView]) {

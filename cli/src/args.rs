@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use latchkey_protocol::api::Role;
+use latchkey_protocol::api::{MemberRole, Role};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -234,7 +234,13 @@ pub enum AdminCommand {
         /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
         #[arg(long, value_parser = parse_ttl)]
         ttl: Option<u64>,
+        /// The member (mem_…) whose browser this link pairs.
+        #[arg(long)]
+        member: Option<String>,
     },
+    /// The people of the team: list, add, remove.
+    #[command(subcommand)]
+    Members(MembersCommand),
     /// List devices with owner, status and expiry.
     Devices,
     /// Rename a device.
@@ -274,11 +280,37 @@ pub enum TokensCommand {
         /// Lifetime, e.g. 30d, 12h; none means no expiry.
         #[arg(long, value_parser = parse_ttl)]
         ttl: Option<u64>,
+        /// An admin token: the member (mem_…) whose own token it is.
+        #[arg(long)]
+        member: Option<String>,
     },
     List,
     Revoke {
         id: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MembersCommand {
+    /// The team's members.
+    List,
+    /// Add a member.
+    Add {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        email: String,
+        /// owner, admin or member (default member).
+        #[arg(long, value_parser = parse_member_role, default_value = "member")]
+        role: MemberRole,
+    },
+    /// Remove a member: their browsers and the API tokens behind them are revoked
+    /// at once, their unused pairing links voided.
+    Remove { id: String },
+}
+
+fn parse_member_role(s: &str) -> Result<MemberRole, String> {
+    MemberRole::parse(s).ok_or_else(|| "role must be owner, admin or member".to_string())
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {

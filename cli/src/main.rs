@@ -8,6 +8,7 @@ mod args;
 mod catalogue;
 mod client;
 mod error;
+mod members;
 mod output;
 mod profile;
 mod tools;

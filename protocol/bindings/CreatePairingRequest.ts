@@ -7,4 +7,8 @@ export type CreatePairingRequest = { label?: string,
 /**
  * Link lifetime in seconds: 1 … 3600, default 300.
  */
-ttl_secs?: number, };
+ttl_secs?: number, 
+/**
+ * The member the browser will belong to.
+ */
+member_id?: string, };

@@ -8,4 +8,9 @@ export type CreateTokenRequest = { name: string, role: Role,
 /**
  * Lifetime in seconds; absent means no expiry.
  */
-ttl_secs?: number, };
+ttl_secs?: number, 
+/**
+ * An admin token: the member whose own token it is. An agent token instead
+ * records the member behind the token that creates it.
+ */
+member_id?: string, };

@@ -4,4 +4,8 @@ import type { Role } from "./Role";
 /**
  * A freshly created token: the secret is shown only here, once.
  */
-export type TokenCreated = { token: string, id: string, name: string, role: Role, created_at: string, expires_at?: string, revoked_at?: string, last_used_at?: string, };
+export type TokenCreated = { token: string, id: string, name: string, role: Role, created_at: string, expires_at?: string, revoked_at?: string, last_used_at?: string, 
+/**
+ * The person behind the token: whose own token it is, or who created it.
+ */
+member_id?: string, };

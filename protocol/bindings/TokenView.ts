@@ -4,4 +4,8 @@ import type { Role } from "./Role";
 /**
  * An API token as listed; never carries the secret.
  */
-export type TokenView = { id: string, name: string, role: Role, created_at: string, expires_at?: string, revoked_at?: string, last_used_at?: string, };
+export type TokenView = { id: string, name: string, role: Role, created_at: string, expires_at?: string, revoked_at?: string, last_used_at?: string, 
+/**
+ * The person behind the token: whose own token it is, or who created it.
+ */
+member_id?: string, };

@@ -41,6 +41,10 @@ pub struct CreatePairingRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub ttl_secs: Option<u64>,
+    /// The member the browser will belong to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub member_id: Option<String>,
 }
 
 /// A new pairing link. The secret in its fragment is shown only here, once.
@@ -71,8 +75,13 @@ pub struct DeviceView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub browser_version: Option<String>,
-    /// Who created the pairing this device came from (an API token's name).
-    pub owner: String,
+    /// The member whose browser this is (the one its pairing link was made for);
+    /// absent for a link made for no one, and in local mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub owner: Option<MemberRef>,
+    /// The API token that made the pairing link, by name (`local` in local mode).
+    pub created_by: String,
     pub created_at: String,
     pub expires_at: String,
     pub renew_after: String,
@@ -124,6 +133,11 @@ pub struct CreateTokenRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub ttl_secs: Option<u64>,
+    /// An admin token: the member whose own token it is. An agent token instead
+    /// records the member behind the token that creates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub member_id: Option<String>,
 }
 
 /// An API token as listed; never carries the secret.
@@ -142,6 +156,10 @@ pub struct TokenView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub last_used_at: Option<String>,
+    /// The person behind the token: whose own token it is, or who created it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub member_id: Option<String>,
 }
 
 /// A freshly created token: the secret is shown only here, once.
@@ -180,4 +198,80 @@ pub struct AuditList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub next_before: Option<i64>,
+}
+
+/// A member's role in the team (docs/people.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberRole {
+    Owner,
+    Admin,
+    #[default]
+    Member,
+}
+
+impl MemberRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberRole::Owner => "owner",
+            MemberRole::Admin => "admin",
+            MemberRole::Member => "member",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MemberRole> {
+        match s {
+            "owner" => Some(MemberRole::Owner),
+            "admin" => Some(MemberRole::Admin),
+            "member" => Some(MemberRole::Member),
+            _ => None,
+        }
+    }
+}
+
+/// `POST /v1/admin/members`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CreateMemberRequest {
+    pub display_name: String,
+    pub email: String,
+    /// Default `member`.
+    #[serde(default)]
+    #[ts(as = "Option<MemberRole>", optional)]
+    pub role: MemberRole,
+}
+
+/// A member of the team.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemberView {
+    pub id: String,
+    pub display_name: String,
+    pub email: String,
+    pub role: MemberRole,
+    pub created_at: String,
+}
+
+/// Who a browser belongs to, as a device lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemberRef {
+    pub id: String,
+    pub display_name: String,
+    pub email: String,
+}
+
+/// `GET /v1/admin/members`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemberList {
+    pub members: Vec<MemberView>,
+}
+
+/// `DELETE /v1/admin/members/{id}`: what the removal ended, at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemberRemovedView {
+    pub id: String,
+    /// Their browsers, revoked (live connections closed with 4001).
+    pub revoked_devices: Vec<String>,
+    /// The API tokens behind them, revoked (live sockets closed with 4006).
+    pub revoked_tokens: Vec<String>,
+    pub voided_pairings: u64,
 }

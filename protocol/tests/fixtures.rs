@@ -99,5 +99,6 @@ fn admin_bodies_round_trip() {
     let _: api::DeviceList = round_trip("admin_device_list.json");
     let _: api::TokenCreated = round_trip("admin_token_created.json");
     let _: api::AuditList = round_trip("admin_audit_list.json");
+    let _: api::MemberList = round_trip("admin_member_list.json");
     let _: latchkey_protocol::error_code::ApiErrorBody = round_trip("api_error.json");
 }

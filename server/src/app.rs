@@ -73,10 +73,12 @@ impl AppState {
                 limits.upgrades_per_minute,
                 RATE_LIMIT_MAX_KEYS,
             )),
-            agent_limiter: Arc::new(crate::rate_limits::agent_rate::AgentRateLimiter::per_second(
-                limits.agent_calls_per_second_per_token,
-                limits.agent_calls_per_second_per_tenant,
-            )),
+            agent_limiter: Arc::new(
+                crate::rate_limits::agent_rate::AgentRateLimiter::per_second(
+                    limits.agent_calls_per_second_per_token,
+                    limits.agent_calls_per_second_per_tenant,
+                ),
+            ),
             tokens: crate::auth::token_watch::TokenWatch::default(),
             agent_sockets: crate::agent::socket_slots::AgentSocketCounter::default(),
             public_base,

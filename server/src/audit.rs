@@ -31,6 +31,8 @@ pub mod action {
     pub const DEVICE_FORGET: &str = "device.forget";
     pub const TOKEN_CREATE: &str = "token.create";
     pub const TOKEN_REVOKE: &str = "token.revoke";
+    pub const MEMBER_ADD: &str = "member.add";
+    pub const MEMBER_REMOVE: &str = "member.remove";
 }
 
 #[derive(Clone)]

@@ -89,7 +89,8 @@ async fn lifecycle(backend: Backend, tls: bool) {
     );
     let view = admin.device(&device_id).await.expect("device");
     assert_eq!(view.label, "Work laptop");
-    assert_eq!(view.owner, "bootstrap");
+    assert_eq!(view.created_by, "bootstrap");
+    assert_eq!(view.owner, None);
     assert_eq!(view.status, DeviceStatus::Active);
     assert_eq!(view.browser_name.as_deref(), Some("chromium"));
 

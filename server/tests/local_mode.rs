@@ -105,7 +105,8 @@ async fn local_extensions_need_no_pairing() {
     );
     let devices = server.admin().devices().await.expect("devices");
     assert_eq!(devices.len(), 1);
-    assert_eq!(devices[0].owner, "local");
+    assert_eq!(devices[0].created_by, "local");
+    assert_eq!(devices[0].owner, None);
     // Still an extension Origin only, and revocation holds.
     let web = ext
         .connect_with(&[("origin", "http://localhost")], None)

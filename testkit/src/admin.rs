@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use latchkey_protocol::api::{
-    CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, PairingCreated,
+    CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, MemberView, PairingCreated,
     RevokeAllResult, Role, TokenCreated,
 };
 use reqwest::Method;
@@ -66,6 +66,7 @@ impl AdminClient {
         let body = CreatePairingRequest {
             label: label.map(str::to_string),
             ttl_secs,
+            member_id: None,
         };
         self.ok(
             Method::POST,
@@ -110,6 +111,7 @@ impl AdminClient {
             name: name.to_string(),
             role,
             ttl_secs,
+            member_id: None,
         };
         self.ok(
             Method::POST,
@@ -128,6 +130,19 @@ impl AdminClient {
             bail!("sessions: HTTP {status}: {body}");
         }
         Ok(body["sessions"].clone())
+    }
+
+    /// `POST /v1/admin/members`.
+    pub async fn add_member(&self, name: &str, email: &str) -> anyhow::Result<MemberView> {
+        let body = serde_json::json!({ "display_name": name, "email": email });
+        self.ok(Method::POST, "/v1/admin/members", Some(body)).await
+    }
+
+    /// `POST /v1/admin/pairings` for a member.
+    pub async fn create_pairing_for(&self, member_id: &str) -> anyhow::Result<PairingCreated> {
+        let body = serde_json::json!({ "member_id": member_id });
+        self.ok(Method::POST, "/v1/admin/pairings", Some(body))
+            .await
     }
 
     /// `DELETE /v1/admin/tokens/{id}`: status and body.

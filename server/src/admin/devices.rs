@@ -5,8 +5,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use latchkey_protocol::CloseCode;
+use std::collections::HashMap;
+
 use latchkey_protocol::api::{
-    DeviceList, DeviceStatus, DeviceView, ForgetResult, RenameDeviceRequest, RevokeAllResult,
+    DeviceList, DeviceStatus, DeviceView, ForgetResult, MemberRef, RenameDeviceRequest,
+    RevokeAllResult,
 };
 use latchkey_protocol::authorize::is_device_id;
 
@@ -18,7 +21,34 @@ use crate::clock::rfc3339;
 use crate::devices::grant::Verdict;
 use crate::store::{DeviceRecord, Forget};
 
-fn view(state: &AppState, d: DeviceRecord) -> DeviceView {
+/// The owners of `devices`, by member id: one read of the team's members (removed
+/// ones too: a removed member's revoked browsers still show whose they were).
+async fn owners(
+    state: &AppState,
+    tenant_id: &str,
+    devices: &[DeviceRecord],
+) -> Result<HashMap<String, MemberRef>, ApiError> {
+    if devices.iter().all(|d| d.owner_id.is_none()) {
+        return Ok(HashMap::new());
+    }
+    let members = state.store.list_members(tenant_id, true).await?;
+    Ok(members
+        .into_iter()
+        .map(|m| (m.id.clone(), super::members::reference(m)))
+        .collect())
+}
+
+/// One device as an admin sees it, with its owner.
+async fn view_one(
+    state: &AppState,
+    tenant_id: &str,
+    d: DeviceRecord,
+) -> Result<DeviceView, ApiError> {
+    let owners = owners(state, tenant_id, std::slice::from_ref(&d)).await?;
+    Ok(view(state, d, &owners))
+}
+
+fn view(state: &AppState, d: DeviceRecord, owners: &HashMap<String, MemberRef>) -> DeviceView {
     let now = state.clock.now_ms();
     let live = state.registry.status(&d.id);
     let status = match Verdict::of(Some(&d), now) {
@@ -36,7 +66,8 @@ fn view(state: &AppState, d: DeviceRecord) -> DeviceView {
         label: d.label,
         browser_name: d.browser_name,
         browser_version: d.browser_version,
-        owner: d.created_by,
+        owner: d.owner_id.as_ref().and_then(|id| owners.get(id).cloned()),
+        created_by: d.created_by,
         created_at: rfc3339(d.created_at),
         expires_at: rfc3339(d.expires_at),
         renew_after: rfc3339(d.renew_after),
@@ -61,8 +92,12 @@ pub async fn list(
     AdminPrincipal(p): AdminPrincipal,
 ) -> Result<Json<DeviceList>, ApiError> {
     let devices = state.store.list_devices(&p.tenant_id).await?;
+    let owners = owners(&state, &p.tenant_id, &devices).await?;
     Ok(Json(DeviceList {
-        devices: devices.into_iter().map(|d| view(&state, d)).collect(),
+        devices: devices
+            .into_iter()
+            .map(|d| view(&state, d, &owners))
+            .collect(),
     }))
 }
 
@@ -76,7 +111,7 @@ pub async fn get_one(
         .device(&p.tenant_id, checked_id(&id)?)
         .await?
         .ok_or_else(|| ApiError::not_found("device"))?;
-    Ok(Json(view(&state, d)))
+    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
 }
 
 pub async fn rename(
@@ -107,7 +142,7 @@ pub async fn rename(
             detail: None,
         })
         .await;
-    Ok(Json(view(&state, d)))
+    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
 }
 
 pub async fn revoke(
@@ -148,7 +183,7 @@ pub async fn revoke(
             detail: was_online.then(|| "live socket closed".to_string()),
         })
         .await;
-    Ok(Json(view(&state, d)))
+    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
 }
 
 pub async fn revoke_all(

@@ -1,11 +1,12 @@
-//! The admin HTTP API (docs/agents.md, docs/cli.md): pairing links, devices, API tokens and the
-//! audit trail of the caller's tenant. Every handler takes an [`AdminPrincipal`] and scopes
+//! The admin HTTP API (docs/agents.md, docs/cli.md): pairing links, devices, members, API tokens
+//! and the audit trail of the caller's tenant. Every handler takes an [`AdminPrincipal`] and scopes
 //! every query by its tenant, so another tenant's ids answer exactly like unknown ones.
 //!
 //! [`AdminPrincipal`]: crate::auth::principal::AdminPrincipal
 
 mod audit_log;
 mod devices;
+mod members;
 mod pairings;
 mod tokens;
 
@@ -29,6 +30,11 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/admin/tokens", post(tokens::create).get(tokens::list))
         .route("/v1/admin/tokens/{id}", delete(tokens::revoke))
         .route("/v1/admin/audit", get(audit_log::list))
+        .route(
+            "/v1/admin/members",
+            post(members::create).get(members::list),
+        )
+        .route("/v1/admin/members/{id}", delete(members::remove))
 }
 
 /// A display name an admin sent (a label, a token name), as stored: refused with

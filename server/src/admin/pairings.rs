@@ -1,4 +1,5 @@
-//! `POST /v1/admin/pairings`: a one-time link `wss://HOST/extension#SECRET`.
+//! `POST /v1/admin/pairings`: a one-time link `wss://HOST/extension#SECRET`, made for
+//! a member of the team (whose browser it will pair) or for no one.
 
 use axum::Json;
 use axum::extract::State;
@@ -12,7 +13,7 @@ use crate::audit::{Event, action};
 use crate::auth::principal::AdminPrincipal;
 use crate::auth::secret;
 use crate::clock::rfc3339;
-use crate::store::NewPairing;
+use crate::store::{NewPairing, PairingInsert};
 
 pub async fn create(
     State(state): State<AppState>,
@@ -32,6 +33,13 @@ pub async fn create(
         .as_deref()
         .map(|raw| super::clean_name(raw, "label", latchkey_protocol::text::MAX_LABEL_CHARS))
         .transpose()?;
+    if body
+        .member_id
+        .as_deref()
+        .is_some_and(|id| !super::members::is_member_id(id))
+    {
+        return Err(ApiError::not_found("member"));
+    }
     let now = state.clock.now_ms();
     let secret_text = secret::random_secret();
     let pairing = NewPairing {
@@ -42,15 +50,20 @@ pub async fn create(
         created_by: p.token_name.clone(),
         created_at: now,
         expires_at: now.saturating_add(i64::try_from(ttl * 1000).unwrap_or(i64::MAX)),
+        owner_id: body.member_id.clone(),
     };
     let max = i64::from(limits.max_unused_pairings);
-    if !state.store.insert_pairing(&pairing, now, max).await? {
-        return Err(ApiError::new(
-            ErrorCode::LimitReached,
-            format!(
-                "the tenant already has {max} unused pairing links; let some expire or revoke all"
-            ),
-        ));
+    match state.store.insert_pairing(&pairing, now, max).await? {
+        PairingInsert::Inserted => {}
+        PairingInsert::NoSuchMember => return Err(ApiError::not_found("member")),
+        PairingInsert::QuotaReached => {
+            return Err(ApiError::new(
+                ErrorCode::LimitReached,
+                format!(
+                    "the tenant already has {max} unused pairing links; let some expire or revoke all"
+                ),
+            ));
+        }
     }
     state
         .audit
@@ -60,7 +73,10 @@ pub async fn create(
             action: action::PAIRING_CREATE,
             target: format!("pairing:{}", pairing.id),
             outcome: "ok",
-            detail: Some(format!("ttl {ttl}s")),
+            detail: Some(match &pairing.owner_id {
+                Some(member) => format!("ttl {ttl}s, for member:{member}"),
+                None => format!("ttl {ttl}s"),
+            }),
         })
         .await;
     Ok((

@@ -27,6 +27,7 @@ fn view(t: ApiTokenRecord) -> TokenView {
         expires_at: t.expires_at.map(rfc3339),
         revoked_at: t.revoked_at.map(rfc3339),
         last_used_at: t.last_used_at.map(rfc3339),
+        member_id: t.member_id,
     }
 }
 
@@ -49,6 +50,7 @@ pub async fn create(
             "ttl_secs must be 1..=316224000",
         ));
     }
+    let member_id = behind(&state, &p, &body).await?;
     let now = state.clock.now_ms();
     let token = secret::new_api_token();
     let record = ApiTokenRecord {
@@ -63,6 +65,7 @@ pub async fn create(
             .map(|t| now.saturating_add(i64::try_from(t * 1000).unwrap_or(i64::MAX))),
         revoked_at: None,
         last_used_at: None,
+        member_id,
     };
     state.store.insert_api_token(&record).await?;
     state
@@ -83,6 +86,42 @@ pub async fn create(
             token,
         }),
     ))
+}
+
+/// The person behind a new token (docs/people.md): for an admin token, the member
+/// named in the request, whose own token it is; for an agent token, the person
+/// behind the token creating it. A member that is not in the team answers
+/// `not_found`, as an unknown id does.
+async fn behind(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    body: &CreateTokenRequest,
+) -> Result<Option<String>, ApiError> {
+    match (body.role, &body.member_id) {
+        (Role::Agent, Some(_)) => {
+            let mut e = ApiError::new(
+                ErrorCode::InvalidParams,
+                "an agent token is no one's own: it records the member behind the token that creates it",
+            );
+            e.data = Some(serde_json::json!({ "field": "member_id" }));
+            Err(e)
+        }
+        (Role::Agent, None) => Ok(p.member_id.clone()),
+        (Role::Admin, None) => Ok(None),
+        (Role::Admin, Some(id)) => {
+            let live = super::members::is_member_id(id)
+                && state
+                    .store
+                    .member(&p.tenant_id, id)
+                    .await?
+                    .is_some_and(|m| m.removed_at.is_none());
+            if live {
+                Ok(Some(id.clone()))
+            } else {
+                Err(ApiError::not_found("member"))
+            }
+        }
+    }
 }
 
 pub async fn list(

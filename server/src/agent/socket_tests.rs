@@ -35,6 +35,7 @@ fn agent_socket(h: &Harness) -> Agent {
         token_id: "tok_agent".into(),
         token_name: "agent".into(),
         role: Role::Agent,
+        member_id: None,
         lease: TokenLease::unwatched(),
     };
     let (socket, peer) = channel_pair(64);

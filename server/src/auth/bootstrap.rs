@@ -55,6 +55,8 @@ fn new_tenant_records(name: &str, now: i64) -> (TenantRecord, ApiTokenRecord, St
         expires_at: None,
         revoked_at: None,
         last_used_at: None,
+        // The team's own token: no person is behind it.
+        member_id: None,
     };
     (tenant, record, token)
 }

@@ -20,6 +20,8 @@ pub struct Principal {
     pub token_id: String,
     pub token_name: String,
     pub role: Role,
+    /// The person behind the token, if any (docs/people.md).
+    pub member_id: Option<String>,
     /// Ends when the token is revoked or expires; sockets, streams and sessions the
     /// request starts keep a clone.
     pub lease: TokenLease,
@@ -98,6 +100,7 @@ impl FromRequestParts<AppState> for Principal {
             token_id: token.id,
             token_name: token.name,
             role,
+            member_id: token.member_id,
             lease,
         })
     }

@@ -314,6 +314,7 @@ mod tests {
             expires_at,
             revoked_at: None,
             last_used_at: None,
+            member_id: None,
         }
     }
 

@@ -28,6 +28,7 @@ fn agent(h: &Harness) -> Principal {
         token_id: "tok_agent".into(),
         token_name: "agent".into(),
         role: Role::Agent,
+        member_id: None,
         lease: TokenLease::unwatched(),
     }
 }

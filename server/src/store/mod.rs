@@ -11,6 +11,7 @@
 
 mod error;
 pub(crate) mod group_commit;
+mod members;
 mod postgres;
 mod records;
 mod sql;
@@ -22,6 +23,7 @@ pub mod token_reads;
 use async_trait::async_trait;
 
 pub use error::StoreError;
+pub use members::MemberStore;
 
 /// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
 pub const GRANT_BATCH: usize = 500;
@@ -55,6 +57,16 @@ pub enum Forget {
     NotFound,
 }
 
+/// What `insert_pairing` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairingInsert {
+    Inserted,
+    /// The tenant has as many unused links as it may.
+    QuotaReached,
+    /// The member the link was for is not (or no longer) in the team.
+    NoSuchMember,
+}
+
 /// Inputs of a new pairing.
 #[derive(Debug, Clone)]
 pub struct NewPairing {
@@ -65,6 +77,8 @@ pub struct NewPairing {
     pub created_by: String,
     pub created_at: i64,
     pub expires_at: i64,
+    /// The member the link is for: the device will be theirs.
+    pub owner_id: Option<String>,
 }
 
 /// The device created when a pairing is redeemed.
@@ -127,7 +141,7 @@ impl DeviceSeen {
 }
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: MemberStore + Send + Sync + 'static {
     /// Which backend this is, for logs and `check-config`.
     fn backend(&self) -> &'static str;
 
@@ -164,14 +178,15 @@ pub trait Store: Send + Sync + 'static {
     async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError>;
 
     // Pairings.
-    /// Insert unless the tenant already has `max_unused` unused, unexpired pairings
-    /// (checked in the same transaction). Returns false when the quota is reached.
+    /// Insert unless the tenant already has `max_unused` unused, unexpired pairings,
+    /// or the member it is for is not in the team (both checked in the same
+    /// transaction).
     async fn insert_pairing(
         &self,
         pairing: &NewPairing,
         now: i64,
         max_unused: i64,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<PairingInsert, StoreError>;
     /// Atomically consume an unused, unexpired pairing and create its device.
     /// Exactly one of any number of concurrent callers wins; the others get `None`.
     async fn redeem_pairing(

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
+use super::members::{impl_sql_members, member_columns};
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 
@@ -63,4 +64,5 @@ impl PostgresStore {
 }
 
 impl_sql_batches!(PostgresStore);
+impl_sql_members!(PostgresStore);
 impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

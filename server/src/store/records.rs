@@ -19,6 +19,10 @@ pub struct ApiTokenRecord {
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
     pub last_used_at: Option<i64>,
+    /// The person behind the token: whose own token it is, or (an agent token) the
+    /// member whose token created it. `None` for team tokens such as the first
+    /// admin token.
+    pub member_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -36,6 +40,8 @@ pub struct DeviceRecord {
     pub renew_after: i64,
     pub last_seen_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// The member the pairing link was made for: whose browser this is.
+    pub owner_id: Option<String>,
 }
 
 /// What the node's grant sweep needs of a device: is its grant still good?
@@ -76,4 +82,30 @@ pub struct NewAuditEvent {
     pub target: String,
     pub outcome: String,
     pub detail: Option<String>,
+}
+
+/// A person of a team.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MemberRecord {
+    pub id: String,
+    pub tenant_id: String,
+    pub display_name: String,
+    /// Lower case.
+    pub email: String,
+    /// `owner`, `admin` or `member` (a CHECK constraint keeps it so).
+    pub role: String,
+    pub created_at: i64,
+    pub removed_at: Option<i64>,
+}
+
+/// What removing a member ended, so the live connections can be closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberRemoved {
+    pub member: MemberRecord,
+    /// Their devices revoked now.
+    pub device_ids: Vec<String>,
+    /// The API tokens behind them, revoked now.
+    pub token_ids: Vec<String>,
+    /// Their pairing links not yet used, voided.
+    pub pairings_voided: u64,
 }

@@ -9,7 +9,7 @@
 macro_rules! device_columns {
     () => {
         "id, tenant_id, label, browser_name, browser_version, created_by, created_at, \
-         token_hash, previous_hash, expires_at, renew_after, last_seen_at, revoked_at"
+         token_hash, previous_hash, expires_at, renew_after, last_seen_at, revoked_at, owner_id"
     };
 }
 
@@ -91,7 +91,7 @@ macro_rules! impl_sql_store {
 
             async fn api_token_by_hash(&self, hash: &str) -> Result<Option<$crate::store::ApiTokenRecord>, $crate::store::StoreError> {
                 Ok(sqlx::query_as(
-                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at, member_id \
                      FROM api_token WHERE token_hash = $1",
                 )
                 .bind(hash)
@@ -101,7 +101,7 @@ macro_rules! impl_sql_store {
 
             async fn list_api_tokens(&self, tenant_id: &str) -> Result<Vec<$crate::store::ApiTokenRecord>, $crate::store::StoreError> {
                 Ok(sqlx::query_as(
-                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at, member_id \
                      FROM api_token WHERE tenant_id = $1 ORDER BY created_at, id",
                 )
                 .bind(tenant_id)
@@ -125,7 +125,7 @@ macro_rules! impl_sql_store {
                 .execute(&mut *tx)
                 .await?;
                 let token = sqlx::query_as(
-                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at \
+                    "SELECT id, tenant_id, name, role, token_hash, created_at, expires_at, revoked_at, last_used_at, member_id \
                      FROM api_token WHERE tenant_id = $1 AND id = $2",
                 )
                 .bind(tenant_id)
@@ -151,10 +151,13 @@ macro_rules! impl_sql_store {
                 p: &$crate::store::NewPairing,
                 now: i64,
                 max_unused: i64,
-            ) -> Result<bool, $crate::store::StoreError> {
+            ) -> Result<$crate::store::PairingInsert, $crate::store::StoreError> {
+                use $crate::store::PairingInsert;
                 let mut tx = self.begin_write().await?;
                 // Serialise quota checks per tenant on PostgreSQL (SQLite's write lock
-                // already does): lock the tenant row for the transaction.
+                // already does): lock the tenant row for the transaction. Removing a
+                // member takes the same lock, so a link is never made for a member
+                // whose removal has committed.
                 sqlx::query("UPDATE tenant SET name = name WHERE id = $1")
                     .bind(&p.tenant_id)
                     .execute(&mut *tx)
@@ -167,11 +170,23 @@ macro_rules! impl_sql_store {
                 .fetch_one(&mut *tx)
                 .await?;
                 if unused >= max_unused {
-                    return Ok(false);
+                    return Ok(PairingInsert::QuotaReached);
+                }
+                if let Some(owner) = &p.owner_id {
+                    let live: Option<(String,)> = sqlx::query_as(
+                        "SELECT id FROM member WHERE tenant_id = $1 AND id = $2 AND removed_at IS NULL",
+                    )
+                    .bind(&p.tenant_id)
+                    .bind(owner)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if live.is_none() {
+                        return Ok(PairingInsert::NoSuchMember);
+                    }
                 }
                 sqlx::query(
-                    "INSERT INTO pairing (id, tenant_id, secret_hash, label, created_by, created_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    "INSERT INTO pairing (id, tenant_id, secret_hash, label, created_by, created_at, expires_at, owner_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(&p.id)
                 .bind(&p.tenant_id)
@@ -180,10 +195,11 @@ macro_rules! impl_sql_store {
                 .bind(&p.created_by)
                 .bind(p.created_at)
                 .bind(p.expires_at)
+                .bind(&p.owner_id)
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;
-                Ok(true)
+                Ok(PairingInsert::Inserted)
             }
 
             async fn redeem_pairing(
@@ -192,22 +208,22 @@ macro_rules! impl_sql_store {
                 d: &$crate::store::NewDevice,
             ) -> Result<Option<$crate::store::DeviceRecord>, $crate::store::StoreError> {
                 let mut tx = self.begin_write().await?;
-                let claimed: Option<(String, String, Option<String>)> = sqlx::query_as(
+                let claimed: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
                     "UPDATE pairing SET used_at = $2 \
                      WHERE secret_hash = $1 AND used_at IS NULL AND expires_at > $2 \
-                     RETURNING tenant_id, created_by, label",
+                     RETURNING tenant_id, created_by, label, owner_id",
                 )
                 .bind(secret_hash)
                 .bind(d.created_at)
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some((tenant_id, created_by, pairing_label)) = claimed else {
+                let Some((tenant_id, created_by, pairing_label, owner_id)) = claimed else {
                     return Ok(None);
                 };
                 let label = pairing_label.unwrap_or_else(|| d.label.clone());
                 let device: $crate::store::DeviceRecord = sqlx::query_as(concat!(
-                    "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ", device_columns!(), ""))
+                    "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after, owner_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ", device_columns!(), ""))
                 .bind(&d.id)
                 .bind(&tenant_id)
                 .bind(&label)
@@ -216,6 +232,7 @@ macro_rules! impl_sql_store {
                 .bind(&d.token_hash)
                 .bind(d.expires_at)
                 .bind(d.renew_after)
+                .bind(&owner_id)
                 .fetch_one(&mut *tx)
                 .await?;
                 tx.commit().await?;
@@ -466,8 +483,8 @@ macro_rules! impl_sql_store {
             E: sqlx::Executor<'e, Database = <$store as $crate::store::sql::Backend>::Db>,
         {
             sqlx::query(
-                "INSERT INTO api_token (id, tenant_id, name, role, token_hash, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO api_token (id, tenant_id, name, role, token_hash, created_at, expires_at, member_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(&t.id)
             .bind(&t.tenant_id)
@@ -476,6 +493,7 @@ macro_rules! impl_sql_store {
             .bind(&t.token_hash)
             .bind(t.created_at)
             .bind(t.expires_at)
+            .bind(&t.member_id)
             .execute(executor)
             .await?;
             Ok(())

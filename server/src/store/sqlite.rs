@@ -9,6 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
+use super::members::{impl_sql_members, member_columns};
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 
@@ -109,4 +110,5 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 }
 
 impl_sql_batches!(SqliteStore);
+impl_sql_members!(SqliteStore);
 impl_sql_store!(SqliteStore, "sqlite", MIGRATOR);

@@ -87,7 +87,7 @@ impl Store for TimedStore {
         pairing: &NewPairing,
         now: i64,
         max_unused: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<PairingInsert, StoreError> {
         timed!(
             "insert_pairing",
             self.inner.insert_pairing(pairing, now, max_unused)
@@ -218,6 +218,37 @@ impl Store for TimedStore {
         timed!(
             "list_audit",
             self.inner.list_audit(tenant_id, before, limit)
+        )
+    }
+}
+
+#[async_trait]
+impl MemberStore for TimedStore {
+    async fn insert_member(&self, member: &MemberRecord) -> Result<(), StoreError> {
+        timed!("insert_member", self.inner.insert_member(member))
+    }
+    async fn list_members(
+        &self,
+        tenant_id: &str,
+        include_removed: bool,
+    ) -> Result<Vec<MemberRecord>, StoreError> {
+        timed!(
+            "list_members",
+            self.inner.list_members(tenant_id, include_removed)
+        )
+    }
+    async fn member(&self, tenant_id: &str, id: &str) -> Result<Option<MemberRecord>, StoreError> {
+        timed!("member", self.inner.member(tenant_id, id))
+    }
+    async fn remove_member(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<MemberRemoved>, StoreError> {
+        timed!(
+            "remove_member",
+            self.inner.remove_member(tenant_id, id, now)
         )
     }
 }

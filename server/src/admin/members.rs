@@ -1,0 +1,241 @@
+//! The people of a team (docs/people.md): list, add, remove. Removing a member ends
+//! what is theirs at once: their browsers are revoked (live sockets closed 4001),
+//! the API tokens behind them revoked (live agent sockets closed 4006), and their
+//! unused pairing links voided, in one transaction.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use latchkey_protocol::api::{
+    CreateMemberRequest, MemberList, MemberRef, MemberRemovedView, MemberRole, MemberView,
+};
+use latchkey_protocol::{CloseCode, ErrorCode};
+
+use crate::api_error::{ApiError, ApiJson};
+use crate::app::AppState;
+use crate::audit::{Event, action};
+use crate::auth::principal::AdminPrincipal;
+use crate::auth::secret;
+use crate::auth::token_watch::TokenEnd;
+use crate::clock::rfc3339;
+use crate::store::{MemberRecord, StoreError};
+
+/// Longest email address (RFC 5321's path limit).
+const MAX_EMAIL_CHARS: usize = 254;
+
+pub(crate) fn view(m: MemberRecord) -> MemberView {
+    MemberView {
+        role: MemberRole::parse(&m.role).unwrap_or_default(),
+        id: m.id,
+        display_name: m.display_name,
+        email: m.email,
+        created_at: rfc3339(m.created_at),
+    }
+}
+
+pub(crate) fn reference(m: MemberRecord) -> MemberRef {
+    MemberRef {
+        id: m.id,
+        display_name: m.display_name,
+        email: m.email,
+    }
+}
+
+/// Whether `id` has the shape of a member id; any other answers as unknown.
+pub(crate) fn is_member_id(id: &str) -> bool {
+    id.len() == 20 && id.starts_with("mem_") && id[4..].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// An email address as stored: trimmed and lower case, one `@` between a local
+/// part and a domain, no spaces or control characters; `invalid_params` naming
+/// `email` otherwise.
+pub(crate) fn clean_email(raw: &str) -> Result<String, ApiError> {
+    let refuse = |why: &str| {
+        let mut e = ApiError::new(ErrorCode::InvalidParams, format!("email {why}"));
+        e.data = Some(serde_json::json!({ "field": "email" }));
+        e
+    };
+    let email = raw.trim().to_lowercase();
+    if email.chars().count() > MAX_EMAIL_CHARS {
+        return Err(refuse("must be at most 254 characters"));
+    }
+    if email
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || latchkey_protocol::text::is_unsafe(c))
+    {
+        return Err(refuse("must not contain spaces or control characters"));
+    }
+    match email.split_once('@') {
+        Some((local, domain))
+            if !local.is_empty() && !domain.is_empty() && !domain.contains('@') =>
+        {
+            Ok(email)
+        }
+        _ => Err(refuse("must look like name@example.com")),
+    }
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<MemberList>, ApiError> {
+    let members = state.store.list_members(&p.tenant_id, false).await?;
+    Ok(Json(MemberList {
+        members: members.into_iter().map(view).collect(),
+    }))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    ApiJson(body): ApiJson<CreateMemberRequest>,
+) -> Result<(StatusCode, Json<MemberView>), ApiError> {
+    let display_name = super::clean_name(
+        &body.display_name,
+        "display_name",
+        latchkey_protocol::text::MAX_LABEL_CHARS,
+    )?;
+    let email = clean_email(&body.email)?;
+    let record = MemberRecord {
+        id: format!("mem_{}", secret::random_hex(8)),
+        tenant_id: p.tenant_id.clone(),
+        display_name,
+        email,
+        role: body.role.as_str().to_string(),
+        created_at: state.clock.now_ms(),
+        removed_at: None,
+    };
+    match state.store.insert_member(&record).await {
+        Ok(()) => {}
+        Err(StoreError::Conflict(_)) => {
+            let mut e = ApiError::new(
+                ErrorCode::InvalidRequest,
+                "the team already has a member with this email",
+            );
+            e.data = Some(serde_json::json!({ "field": "email" }));
+            return Err(e);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::MEMBER_ADD,
+            target: member_ref(&record.id),
+            outcome: "ok",
+            detail: Some(format!("role {}", record.role)),
+        })
+        .await;
+    Ok((StatusCode::CREATED, Json(view(record))))
+}
+
+/// Remove a member and end what is theirs. As for one device or one token, what
+/// runs here is ended before the commit (what the store holds of theirs now) and
+/// again after it (what the commit revoked, which includes a browser paired in
+/// between).
+pub async fn remove(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<MemberRemovedView>, ApiError> {
+    if !is_member_id(&id) {
+        return Err(ApiError::not_found("member"));
+    }
+    let now = state.clock.now_ms();
+    let theirs = state.store.list_devices(&p.tenant_id).await?;
+    for d in theirs
+        .iter()
+        .filter(|d| d.owner_id.as_deref() == Some(id.as_str()))
+    {
+        state
+            .registry
+            .close_in_tenant(&p.tenant_id, &d.id, CloseCode::Revoked);
+    }
+    let tokens = state.store.list_api_tokens(&p.tenant_id).await?;
+    for t in tokens
+        .iter()
+        .filter(|t| t.member_id.as_deref() == Some(id.as_str()))
+    {
+        state
+            .tokens
+            .end_in_tenant(&p.tenant_id, &t.id, TokenEnd::Revoked);
+    }
+    let removed = state
+        .store
+        .remove_member(&p.tenant_id, &id, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("member"))?;
+    for device in &removed.device_ids {
+        state.registry.close(device, CloseCode::Revoked);
+    }
+    for token in &removed.token_ids {
+        state.tokens.end(token, TokenEnd::Revoked);
+    }
+    tracing::info!(
+        tenant = %p.tenant_id,
+        member = %id,
+        devices = removed.device_ids.len(),
+        tokens = removed.token_ids.len(),
+        "member removed"
+    );
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::MEMBER_REMOVE,
+            target: member_ref(&id),
+            outcome: "ok",
+            detail: Some(format!(
+                "{} devices and {} tokens revoked, {} pairing links voided",
+                removed.device_ids.len(),
+                removed.token_ids.len(),
+                removed.pairings_voided
+            )),
+        })
+        .await;
+    Ok(Json(MemberRemovedView {
+        id,
+        revoked_devices: removed.device_ids,
+        revoked_tokens: removed.token_ids,
+        voided_pairings: removed.pairings_voided,
+    }))
+}
+
+/// `member:<id>`, a member as an audit target.
+fn member_ref(id: &str) -> String {
+    format!("member:{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_stored_lower_case_and_odd_ones_refused() {
+        assert_eq!(
+            clean_email("  Alice@Example.COM ").ok(),
+            Some("alice@example.com".into())
+        );
+        for bad in [
+            "alice",
+            "@example.com",
+            "alice@",
+            "a@b@c",
+            "al ice@x.io",
+            "a\u{202e}@x.io",
+        ] {
+            assert!(clean_email(bad).is_err(), "{bad:?}");
+        }
+        assert!(clean_email(&format!("{}@x.io", "a".repeat(250))).is_err());
+    }
+
+    #[test]
+    fn member_ids_have_one_shape() {
+        assert!(is_member_id("mem_0123456789abcdef"));
+        assert!(!is_member_id("mem_0123"));
+        assert!(!is_member_id("tok_0123456789abcdef"));
+    }
+}
