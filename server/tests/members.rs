@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::{MemberRemovedView, Role, TokenList};
-use latchkey_server::auth::bootstrap::create_tenant;
+use latchkey_server::auth::bootstrap::{DEFAULT_TENANT, create_tenant};
+use latchkey_server::store::ApiTokenRecord;
 use latchkey_testkit::extension::{Ended, FakeExtension};
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{AgentSocket, Backend, TestServer, backend_tests};
@@ -156,12 +157,40 @@ async fn a_members_browser_is_theirs_until_they_are_removed(backend: Backend) {
         .await
         .expect("remove");
     assert_eq!(again, 404);
+    // The store itself refuses a token for her now (the handler's own check could
+    // have read her before the removal committed).
+    let late_token = ApiTokenRecord {
+        id: "tok_00000000000000aa".into(),
+        tenant_id: default_tenant(&server).await,
+        name: "late".into(),
+        role: "admin".into(),
+        token_hash: "a".repeat(64),
+        created_at: server.clock().now_ms(),
+        expires_at: None,
+        revoked_at: None,
+        last_used_at: None,
+        member_id: Some(alice.id.clone()),
+    };
+    assert!(
+        !server
+            .state()
+            .store
+            .insert_member_token(&late_token)
+            .await
+            .expect("store")
+    );
     // Her address is free again: a person may come back.
     admin
         .add_member("Alice Again", "alice@example.com")
         .await
         .expect("re-added");
     server.stop().await;
+}
+
+async fn default_tenant(server: &TestServer) -> String {
+    let store = &server.state().store;
+    let tenant = store.tenant_by_name(DEFAULT_TENANT).await.expect("store");
+    tenant.expect("the default tenant").id
 }
 
 async fn admin_members(server: &TestServer) -> Vec<String> {

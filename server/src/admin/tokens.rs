@@ -67,7 +67,18 @@ pub async fn create(
         last_used_at: None,
         member_id,
     };
-    state.store.insert_api_token(&record).await?;
+    if record.member_id.is_none() {
+        state.store.insert_api_token(&record).await?;
+    } else if !state.store.insert_member_token(&record).await? {
+        // The member left meanwhile: an admin token for them is for no one, and an
+        // agent token created by them is refused as their own token now is.
+        return Err(match body.role {
+            Role::Admin => ApiError::not_found("member"),
+            Role::Agent => ApiError::from(crate::core_error::CoreError::Token(
+                crate::auth::token_watch::TokenEnd::Revoked,
+            )),
+        });
+    }
     state
         .audit
         .record(Event {
@@ -91,7 +102,7 @@ pub async fn create(
 /// The person behind a new token (docs/people.md): for an admin token, the member
 /// named in the request, whose own token it is; for an agent token, the person
 /// behind the token creating it. A member that is not in the team answers
-/// `not_found`, as an unknown id does.
+/// `not_found`, as an unknown id does. The store checks again as it inserts.
 async fn behind(
     state: &AppState,
     p: &crate::auth::principal::Principal,

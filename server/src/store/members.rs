@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use super::{MemberRecord, MemberRemoved, StoreError};
+use super::{ApiTokenRecord, MemberRecord, MemberRemoved, StoreError};
 
 #[async_trait]
 pub trait MemberStore: Send + Sync {
@@ -21,6 +21,11 @@ pub trait MemberStore: Send + Sync {
     ) -> Result<Vec<MemberRecord>, StoreError>;
     /// One member, removed or not.
     async fn member(&self, tenant_id: &str, id: &str) -> Result<Option<MemberRecord>, StoreError>;
+    /// Insert an API token with a person behind it (`member_id` set), if that
+    /// member is still in the team: checked under the tenant lock that
+    /// [`Self::remove_member`] takes, so no token outlives its person's removal.
+    /// False when the member is not (or no longer) in the team.
+    async fn insert_member_token(&self, token: &ApiTokenRecord) -> Result<bool, StoreError>;
     /// Remove a live member, and in the same transaction revoke their devices and
     /// the API tokens behind them and void their unused pairing links. `None` when
     /// the team has no such live member.
@@ -89,6 +94,30 @@ macro_rules! impl_sql_members {
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?)
+            }
+
+            async fn insert_member_token(
+                &self,
+                token: &$crate::store::ApiTokenRecord,
+            ) -> Result<bool, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                sqlx::query("UPDATE tenant SET name = name WHERE id = $1")
+                    .bind(&token.tenant_id)
+                    .execute(&mut *tx)
+                    .await?;
+                let live: Option<(String,)> = sqlx::query_as(
+                    "SELECT id FROM member WHERE tenant_id = $1 AND id = $2 AND removed_at IS NULL",
+                )
+                .bind(&token.tenant_id)
+                .bind(&token.member_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if live.is_none() {
+                    return Ok(false);
+                }
+                insert_api_token(&mut *tx, token).await?;
+                tx.commit().await?;
+                Ok(true)
             }
 
             async fn remove_member(

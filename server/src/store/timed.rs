@@ -240,6 +240,9 @@ impl MemberStore for TimedStore {
     async fn member(&self, tenant_id: &str, id: &str) -> Result<Option<MemberRecord>, StoreError> {
         timed!("member", self.inner.member(tenant_id, id))
     }
+    async fn insert_member_token(&self, token: &ApiTokenRecord) -> Result<bool, StoreError> {
+        timed!("insert_member_token", self.inner.insert_member_token(token))
+    }
     async fn remove_member(
         &self,
         tenant_id: &str,
