@@ -27,14 +27,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let created: PairingCreated = client
                 .call(Method::POST, "/v1/admin/pairings", Some(&body))
                 .await?;
-            emit(json, &created, || {
-                out!(
-                    "Pairing link (single use, expires {}):",
-                    cell(&created.expires_at)
-                );
-                out!("  {}", cell_whole(&created.link));
-                out!("Paste it into the Latchkey extension's popup on the browser to lend.");
-            })
+            emit(json, &created, || print_link(&created))
         }
         AdminCommand::Devices => {
             let list: DeviceList = client
@@ -189,7 +182,17 @@ fn cell_whole(raw: &str) -> String {
     crate::output::lines(raw).replace('\n', " ")
 }
 
-fn devices_table(devices: &[DeviceView]) {
+/// A new pairing link, for a person to paste into the extension.
+pub fn print_link(created: &PairingCreated) {
+    out!(
+        "Pairing link (single use, expires {}):",
+        cell(&created.expires_at)
+    );
+    out!("  {}", cell_whole(&created.link));
+    out!("Paste it into the Latchkey extension's popup on the browser to lend.");
+}
+
+pub fn devices_table(devices: &[DeviceView]) {
     if devices.is_empty() {
         out!("no devices; create a pairing link with `latchkey admin pair`");
         return;

@@ -60,6 +60,10 @@ pub enum Command {
     /// Team administration.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Your own browsers, with your own (member) token: who you are, your
+    /// browsers, a pairing link for one, revoking one.
+    #[command(subcommand)]
+    Me(MeCommand),
     /// List the team's browsers and whether they are online.
     Browsers,
     /// The tool catalogue: every method, its effect, deadline and purpose (`--json`:
@@ -280,7 +284,7 @@ pub enum TokensCommand {
         /// Lifetime, e.g. 30d, 12h; none means no expiry.
         #[arg(long, value_parser = parse_ttl)]
         ttl: Option<u64>,
-        /// An admin token: the member (mem_…) whose own token it is.
+        /// An admin or member token: the member (mem_…) whose own token it is.
         #[arg(long)]
         member: Option<String>,
     },
@@ -309,12 +313,30 @@ pub enum MembersCommand {
     Remove { id: String },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum MeCommand {
+    /// Who the token's person is.
+    Show,
+    /// Your browsers.
+    Devices,
+    /// A one-time pairing link for a browser of yours.
+    Pair {
+        #[arg(long)]
+        label: Option<String>,
+        /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<u64>,
+    },
+    /// Revoke a browser of yours: its live connection closes at once.
+    Revoke { id: String },
+}
+
 fn parse_member_role(s: &str) -> Result<MemberRole, String> {
     MemberRole::parse(s).ok_or_else(|| "role must be owner, admin or member".to_string())
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {
-    Role::parse(s).ok_or_else(|| "role must be agent or admin".to_string())
+    Role::parse(s).ok_or_else(|| "role must be agent, admin or member".to_string())
 }
 
 /// `90`, `90s`, `5m`, `1h`, `30d` → seconds.

@@ -139,6 +139,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Admin(cmd) => admin::run(&connect(&cli.global)?, cmd, cli.global.json).await,
+        Command::Me(cmd) => members::run_me(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Browsers => tools::browsers(&connect(&cli.global)?, cli.global.json).await,
         Command::Tools => catalogue::list(cli.global.json),
         Command::Session(cmd) => tools::session(&connect(&cli.global)?, cmd, cli.global.json).await,

@@ -1,10 +1,14 @@
-//! `latchkey admin members …`: the people of the team (docs/people.md).
+//! `latchkey admin members …`: the people of the team, and `latchkey me …`: a
+//! person's own browsers with their own token (docs/people.md).
 
-use latchkey_protocol::api::{CreateMemberRequest, MemberList, MemberRemovedView, MemberView};
+use latchkey_protocol::api::{
+    CreateMemberRequest, CreateOwnPairingRequest, DeviceList, DeviceView, MemberList,
+    MemberRemovedView, MemberView, PairingCreated,
+};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::args::MembersCommand;
+use crate::args::{MeCommand, MembersCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
 use crate::output::{cell, out, table};
@@ -71,6 +75,62 @@ pub async fn run(client: &ApiClient, cmd: MembersCommand, json: bool) -> Result<
                     r.revoked_devices.len(),
                     r.revoked_tokens.len(),
                     r.voided_pairings
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_me(client: &ApiClient, cmd: MeCommand, json: bool) -> Result<(), CliError> {
+    match cmd {
+        MeCommand::Show => {
+            let m: MemberView = client.call(Method::GET, "/v1/me", None::<&Value>).await?;
+            if json {
+                crate::output::json(&m);
+            } else {
+                out!(
+                    "{} <{}>, {} of the team ({})",
+                    cell(&m.display_name),
+                    cell(&m.email),
+                    m.role.as_str(),
+                    cell(&m.id)
+                );
+            }
+        }
+        MeCommand::Devices => {
+            let list: DeviceList = client
+                .call(Method::GET, "/v1/me/devices", None::<&Value>)
+                .await?;
+            if json {
+                crate::output::json(&list);
+            } else {
+                crate::admin::devices_table(&list.devices);
+            }
+        }
+        MeCommand::Pair { label, ttl } => {
+            let body = CreateOwnPairingRequest {
+                label,
+                ttl_secs: ttl,
+            };
+            let created: PairingCreated = client
+                .call(Method::POST, "/v1/me/pairings", Some(&body))
+                .await?;
+            if json {
+                crate::output::json(&created);
+            } else {
+                crate::admin::print_link(&created);
+            }
+        }
+        MeCommand::Revoke { id } => {
+            let path = format!("/v1/me/devices/{}", crate::tools::segment(&id));
+            let d: DeviceView = client.call(Method::DELETE, &path, None::<&Value>).await?;
+            if json {
+                crate::output::json(&d);
+            } else {
+                out!(
+                    "revoked {}; its live connection, if any, is closed",
+                    cell(&d.id)
                 );
             }
         }

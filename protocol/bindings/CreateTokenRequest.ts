@@ -10,7 +10,8 @@ export type CreateTokenRequest = { name: string, role: Role,
  */
 ttl_secs?: number, 
 /**
- * An admin token: the member whose own token it is. An agent token instead
- * records the member behind the token that creates it.
+ * An admin or member token: the member whose own token it is (required for a
+ * member token). An agent token instead records the member behind the token
+ * that creates it.
  */
 member_id?: string, };

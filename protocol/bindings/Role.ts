@@ -3,4 +3,4 @@
 /**
  * Role of an API token.
  */
-export type Role = "admin" | "agent";
+export type Role = "admin" | "agent" | "member";

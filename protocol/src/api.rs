@@ -11,6 +11,9 @@ pub enum Role {
     Admin,
     /// Drives browsers through sessions.
     Agent,
+    /// A person's own token: manages that member's own browsers (`/v1/me`), and
+    /// nothing else (docs/people.md).
+    Member,
 }
 
 impl Role {
@@ -18,6 +21,7 @@ impl Role {
         match self {
             Role::Admin => "admin",
             Role::Agent => "agent",
+            Role::Member => "member",
         }
     }
 
@@ -25,6 +29,7 @@ impl Role {
         match s {
             "admin" => Some(Role::Admin),
             "agent" => Some(Role::Agent),
+            "member" => Some(Role::Member),
             _ => None,
         }
     }
@@ -133,8 +138,9 @@ pub struct CreateTokenRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub ttl_secs: Option<u64>,
-    /// An admin token: the member whose own token it is. An agent token instead
-    /// records the member behind the token that creates it.
+    /// An admin or member token: the member whose own token it is (required for a
+    /// member token). An agent token instead records the member behind the token
+    /// that creates it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub member_id: Option<String>,
@@ -249,6 +255,19 @@ pub struct MemberView {
     pub email: String,
     pub role: MemberRole,
     pub created_at: String,
+}
+
+/// `POST /v1/me/pairings`: a link for one of the caller's own browsers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOwnPairingRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub label: Option<String>,
+    /// Link lifetime in seconds: 1 … 3600, default 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub ttl_secs: Option<u64>,
 }
 
 /// Who a browser belongs to, as a device lists it.

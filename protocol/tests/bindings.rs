@@ -52,6 +52,7 @@ fn export_all(dir: &Path) {
         api::AuditEventView,
         api::AuditList,
         api::MemberRole,
+        api::CreateOwnPairingRequest,
         api::CreateMemberRequest,
         api::MemberView,
         api::MemberRef,

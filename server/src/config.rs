@@ -37,6 +37,9 @@ pub struct Limits {
     pub pairing_ttl_max_secs: u64,
     /// Unused, unexpired pairing links a tenant may hold.
     pub max_unused_pairings: u32,
+    /// Unused, unexpired pairing links made for one member (by an admin or by the
+    /// member): a member's own token cannot use up the tenant's links.
+    pub max_unused_pairings_per_member: u32,
     /// Device grant lifetime.
     pub device_ttl_secs: u64,
     /// When the extension should renew, counted from the grant.
@@ -122,6 +125,7 @@ impl Default for Limits {
             pairing_ttl_secs: 300,
             pairing_ttl_max_secs: 3600,
             max_unused_pairings: 100,
+            max_unused_pairings_per_member: 5,
             device_ttl_secs: 90 * DAY,
             renew_after_secs: 30 * DAY,
             authorize_per_minute: 60,

@@ -16,6 +16,12 @@ CREATE UNIQUE INDEX member_email ON member(tenant_id, email) WHERE removed_at IS
 ALTER TABLE pairing ADD COLUMN owner_id TEXT REFERENCES member(id);
 ALTER TABLE device ADD COLUMN owner_id TEXT REFERENCES member(id);
 CREATE INDEX device_owner ON device(tenant_id, owner_id);
--- The person behind an API token: whose own token it is, or who created it.
+-- API tokens gain the person behind them (whose own token it is, or who created
+-- it) and the `member` role, a person's own token, which always has one.
 ALTER TABLE api_token ADD COLUMN member_id TEXT REFERENCES member(id);
+ALTER TABLE api_token DROP CONSTRAINT api_token_role_check;
+ALTER TABLE api_token ADD CONSTRAINT api_token_role_check
+    CHECK (role IN ('admin', 'agent', 'member'));
+ALTER TABLE api_token ADD CONSTRAINT api_token_member_role_check
+    CHECK (role <> 'member' OR member_id IS NOT NULL);
 CREATE INDEX api_token_member ON api_token(tenant_id, member_id);

@@ -16,14 +16,14 @@ use latchkey_protocol::authorize::is_device_id;
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{self, Event, action};
-use crate::auth::principal::AdminPrincipal;
+use crate::auth::principal::{AdminPrincipal, Principal};
 use crate::clock::rfc3339;
 use crate::devices::grant::Verdict;
 use crate::store::{DeviceRecord, Forget};
 
 /// The owners of `devices`, by member id: one read of the team's members (removed
 /// ones too: a removed member's revoked browsers still show whose they were).
-async fn owners(
+pub(crate) async fn owners(
     state: &AppState,
     tenant_id: &str,
     devices: &[DeviceRecord],
@@ -39,7 +39,7 @@ async fn owners(
 }
 
 /// One device as an admin sees it, with its owner.
-async fn view_one(
+pub(crate) async fn view_one(
     state: &AppState,
     tenant_id: &str,
     d: DeviceRecord,
@@ -48,7 +48,11 @@ async fn view_one(
     Ok(view(state, d, &owners))
 }
 
-fn view(state: &AppState, d: DeviceRecord, owners: &HashMap<String, MemberRef>) -> DeviceView {
+pub(crate) fn view(
+    state: &AppState,
+    d: DeviceRecord,
+    owners: &HashMap<String, MemberRef>,
+) -> DeviceView {
     let now = state.clock.now_ms();
     let live = state.registry.status(&d.id);
     let status = match Verdict::of(Some(&d), now) {
@@ -79,7 +83,7 @@ fn view(state: &AppState, d: DeviceRecord, owners: &HashMap<String, MemberRef>) 
 }
 
 /// A malformed id cannot exist; answer exactly as for an unknown one.
-fn checked_id(id: &str) -> Result<&str, ApiError> {
+pub(crate) fn checked_id(id: &str) -> Result<&str, ApiError> {
     if is_device_id(id) {
         Ok(id)
     } else {
@@ -150,7 +154,17 @@ pub async fn revoke(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<DeviceView>, ApiError> {
-    let id = checked_id(&id)?;
+    let d = revoke_one(&state, &p, checked_id(&id)?).await?;
+    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
+}
+
+/// Revoke one device of `p`'s tenant and close its live socket (4001); audited as
+/// `p`'s act. Also how a member revokes a browser of their own (`/v1/me`).
+pub(crate) async fn revoke_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+) -> Result<DeviceRecord, ApiError> {
     let now = state.clock.now_ms();
     let span = tracing::info_span!("revoke", tenant = %p.tenant_id, device = %id);
     // The live socket closes first, on the tenant's own registration of it: the
@@ -158,7 +172,7 @@ pub async fn revoke(
     // device being revoked must not work through it. The close is signalled again
     // once the revocation is committed, which closes any socket that a reconnect
     // opened with the grant it read before the commit. Should the commit fail, the
-    // admin gets the error to retry, and the device, whose grant still stands,
+    // caller gets the error to retry, and the device, whose grant still stands,
     // reconnects: the one thing changed is a reconnect.
     let closed_first = state
         .registry
@@ -183,7 +197,7 @@ pub async fn revoke(
             detail: was_online.then(|| "live socket closed".to_string()),
         })
         .await;
-    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
+    Ok(d)
 }
 
 pub async fn revoke_all(

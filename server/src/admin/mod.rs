@@ -1,11 +1,13 @@
 //! The admin HTTP API (docs/agents.md, docs/cli.md): pairing links, devices, members, API tokens
-//! and the audit trail of the caller's tenant. Every handler takes an [`AdminPrincipal`] and scopes
+//! and the audit trail of the caller's tenant, and `/v1/me`, a member's own browsers
+//! (docs/people.md). Every handler takes an [`AdminPrincipal`] (or a member's) and scopes
 //! every query by its tenant, so another tenant's ids answer exactly like unknown ones.
 //!
 //! [`AdminPrincipal`]: crate::auth::principal::AdminPrincipal
 
 mod audit_log;
 mod devices;
+mod me;
 mod members;
 mod pairings;
 mod tokens;
@@ -35,6 +37,10 @@ pub fn routes() -> Router<AppState> {
             post(members::create).get(members::list),
         )
         .route("/v1/admin/members/{id}", delete(members::remove))
+        .route("/v1/me", get(me::whoami))
+        .route("/v1/me/devices", get(me::devices))
+        .route("/v1/me/devices/{id}", delete(me::revoke))
+        .route("/v1/me/pairings", post(me::pair))
 }
 
 /// A display name an admin sent (a label, a token name), as stored: refused with

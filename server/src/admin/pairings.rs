@@ -10,31 +10,43 @@ use latchkey_protocol::api::{CreatePairingRequest, PairingCreated};
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{Event, action};
-use crate::auth::principal::AdminPrincipal;
+use crate::auth::principal::{AdminPrincipal, Principal};
 use crate::auth::secret;
 use crate::clock::rfc3339;
-use crate::store::{NewPairing, PairingInsert};
+use crate::store::{NewPairing, PairingInsert, PairingQuota};
 
 pub async fn create(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
     ApiJson(body): ApiJson<CreatePairingRequest>,
 ) -> Result<(StatusCode, Json<PairingCreated>), ApiError> {
+    let created = create_link(&state, &p, body.label, body.ttl_secs, body.member_id).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// A one-time link in `p`'s tenant, for the member `owner` (whose browser it will
+/// pair) or for no one; audited as `p`'s act. Also how a member makes a link for a
+/// browser of their own (`/v1/me`).
+pub(crate) async fn create_link(
+    state: &AppState,
+    p: &Principal,
+    label: Option<String>,
+    ttl_secs: Option<u64>,
+    owner: Option<String>,
+) -> Result<PairingCreated, ApiError> {
     let limits = &state.config.limits;
-    let ttl = body.ttl_secs.unwrap_or(limits.pairing_ttl_secs);
+    let ttl = ttl_secs.unwrap_or(limits.pairing_ttl_secs);
     if ttl == 0 || ttl > limits.pairing_ttl_max_secs {
         return Err(ApiError::new(
             ErrorCode::InvalidParams,
             format!("ttl_secs must be 1..={}", limits.pairing_ttl_max_secs),
         ));
     }
-    let label = body
-        .label
+    let label = label
         .as_deref()
         .map(|raw| super::clean_name(raw, "label", latchkey_protocol::text::MAX_LABEL_CHARS))
         .transpose()?;
-    if body
-        .member_id
+    if owner
         .as_deref()
         .is_some_and(|id| !super::members::is_member_id(id))
     {
@@ -50,17 +62,30 @@ pub async fn create(
         created_by: p.token_name.clone(),
         created_at: now,
         expires_at: now.saturating_add(i64::try_from(ttl * 1000).unwrap_or(i64::MAX)),
-        owner_id: body.member_id.clone(),
+        owner_id: owner,
     };
-    let max = i64::from(limits.max_unused_pairings);
-    match state.store.insert_pairing(&pairing, now, max).await? {
+    let quota = PairingQuota {
+        per_tenant: i64::from(limits.max_unused_pairings),
+        per_member: i64::from(limits.max_unused_pairings_per_member),
+    };
+    match state.store.insert_pairing(&pairing, now, quota).await? {
         PairingInsert::Inserted => {}
         PairingInsert::NoSuchMember => return Err(ApiError::not_found("member")),
         PairingInsert::QuotaReached => {
             return Err(ApiError::new(
                 ErrorCode::LimitReached,
                 format!(
-                    "the tenant already has {max} unused pairing links; let some expire or revoke all"
+                    "the tenant already has {} unused pairing links; let some expire or revoke all",
+                    quota.per_tenant
+                ),
+            ));
+        }
+        PairingInsert::MemberQuotaReached => {
+            return Err(ApiError::new(
+                ErrorCode::LimitReached,
+                format!(
+                    "this member already has {} unused pairing links; use or let one expire first",
+                    quota.per_member
                 ),
             ));
         }
@@ -79,12 +104,9 @@ pub async fn create(
             }),
         })
         .await;
-    Ok((
-        StatusCode::CREATED,
-        Json(PairingCreated {
-            id: pairing.id,
-            link: format!("{}/extension#{secret_text}", state.public_base),
-            expires_at: rfc3339(pairing.expires_at),
-        }),
-    ))
+    Ok(PairingCreated {
+        id: pairing.id,
+        link: format!("{}/extension#{secret_text}", state.public_base),
+        expires_at: rfc3339(pairing.expires_at),
+    })
 }

@@ -73,7 +73,7 @@ pub async fn create(
         // The member left meanwhile: an admin token for them is for no one, and an
         // agent token created by them is refused as their own token now is.
         return Err(match body.role {
-            Role::Admin => ApiError::not_found("member"),
+            Role::Admin | Role::Member => ApiError::not_found("member"),
             Role::Agent => ApiError::from(crate::core_error::CoreError::Token(
                 crate::auth::token_watch::TokenEnd::Revoked,
             )),
@@ -99,8 +99,9 @@ pub async fn create(
     ))
 }
 
-/// The person behind a new token (docs/people.md): for an admin token, the member
-/// named in the request, whose own token it is; for an agent token, the person
+/// The person behind a new token (docs/people.md): for an admin or member token,
+/// the member named in the request, whose own token it is (a member token must
+/// name one); for an agent token, the person
 /// behind the token creating it. A member that is not in the team answers
 /// `not_found`, as an unknown id does. The store checks again as it inserts.
 async fn behind(
@@ -119,7 +120,15 @@ async fn behind(
         }
         (Role::Agent, None) => Ok(p.member_id.clone()),
         (Role::Admin, None) => Ok(None),
-        (Role::Admin, Some(id)) => {
+        (Role::Member, None) => {
+            let mut e = ApiError::new(
+                ErrorCode::InvalidParams,
+                "a member token is a member's own: name the member",
+            );
+            e.data = Some(serde_json::json!({ "field": "member_id" }));
+            Err(e)
+        }
+        (Role::Admin | Role::Member, Some(id)) => {
             let live = super::members::is_member_id(id)
                 && state
                     .store

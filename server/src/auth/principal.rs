@@ -37,10 +37,20 @@ impl Principal {
 #[derive(Debug, Clone)]
 pub struct AdminPrincipal(pub Principal);
 
-/// A caller of the agent API: any role, charged to the agent rate limits (per token
-/// and per tenant) like every agent, admins included.
+/// A caller of the agent API: an agent or admin token, charged to the agent rate
+/// limits (per token and per tenant) like every agent, admins included. A member
+/// token is refused: it is a person's, for their own browsers, not an agent's.
 #[derive(Debug, Clone)]
 pub struct AgentPrincipal(pub Principal);
+
+/// A caller with a person behind the token (a member token, or an admin token that
+/// is a member's own), on `/v1/me`: the member's own browsers and links.
+#[derive(Debug, Clone)]
+pub struct MemberPrincipal {
+    pub principal: Principal,
+    /// The caller's member id.
+    pub member_id: String,
+}
 
 /// The bearer credential of a request: exactly one `Authorization: Bearer <x>`.
 pub fn bearer(parts: &Parts) -> Option<&str> {
@@ -111,6 +121,12 @@ impl FromRequestParts<AppState> for AgentPrincipal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let p = Principal::from_request_parts(parts, state).await?;
+        if p.role == Role::Member {
+            return Err(ApiError::new(
+                ErrorCode::PermissionDenied,
+                "a member token manages its member's own browsers; agents use agent tokens",
+            ));
+        }
         if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
             crate::telemetry::metrics::refused("rate_limited");
             return Err(limited.api_error());
@@ -131,5 +147,23 @@ impl FromRequestParts<AppState> for AdminPrincipal {
             ));
         }
         Ok(AdminPrincipal(p))
+    }
+}
+
+impl FromRequestParts<AppState> for MemberPrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        match (p.role, p.member_id.clone()) {
+            (Role::Member | Role::Admin, Some(member_id)) => Ok(MemberPrincipal {
+                principal: p,
+                member_id,
+            }),
+            _ => Err(ApiError::new(
+                ErrorCode::PermissionDenied,
+                "this needs a member's own token (latchkey admin tokens create --role member --member ID)",
+            )),
+        }
     }
 }

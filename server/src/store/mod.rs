@@ -63,8 +63,17 @@ pub enum PairingInsert {
     Inserted,
     /// The tenant has as many unused links as it may.
     QuotaReached,
+    /// The member the link is for has as many unused links as they may.
+    MemberQuotaReached,
     /// The member the link was for is not (or no longer) in the team.
     NoSuchMember,
+}
+
+/// How many unused, unexpired pairing links may be held.
+#[derive(Debug, Clone, Copy)]
+pub struct PairingQuota {
+    pub per_tenant: i64,
+    pub per_member: i64,
 }
 
 /// Inputs of a new pairing.
@@ -178,14 +187,14 @@ pub trait Store: MemberStore + Send + Sync + 'static {
     async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError>;
 
     // Pairings.
-    /// Insert unless the tenant already has `max_unused` unused, unexpired pairings,
-    /// or the member it is for is not in the team (both checked in the same
-    /// transaction).
+    /// Insert unless the tenant already has `quota.per_tenant` unused, unexpired
+    /// pairings, the member it is for has `quota.per_member`, or that member is not
+    /// in the team (all checked in the same transaction).
     async fn insert_pairing(
         &self,
         pairing: &NewPairing,
         now: i64,
-        max_unused: i64,
+        quota: PairingQuota,
     ) -> Result<PairingInsert, StoreError>;
     /// Atomically consume an unused, unexpired pairing and create its device.
     /// Exactly one of any number of concurrent callers wins; the others get `None`.

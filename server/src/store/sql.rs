@@ -150,7 +150,7 @@ macro_rules! impl_sql_store {
                 &self,
                 p: &$crate::store::NewPairing,
                 now: i64,
-                max_unused: i64,
+                quota: $crate::store::PairingQuota,
             ) -> Result<$crate::store::PairingInsert, $crate::store::StoreError> {
                 use $crate::store::PairingInsert;
                 let mut tx = self.begin_write().await?;
@@ -169,7 +169,7 @@ macro_rules! impl_sql_store {
                 .bind(now)
                 .fetch_one(&mut *tx)
                 .await?;
-                if unused >= max_unused {
+                if unused >= quota.per_tenant {
                     return Ok(PairingInsert::QuotaReached);
                 }
                 if let Some(owner) = &p.owner_id {
@@ -182,6 +182,18 @@ macro_rules! impl_sql_store {
                     .await?;
                     if live.is_none() {
                         return Ok(PairingInsert::NoSuchMember);
+                    }
+                    let (theirs,): (i64,) = sqlx::query_as(
+                        "SELECT COUNT(*) FROM pairing WHERE tenant_id = $1 AND owner_id = $2 \
+                         AND used_at IS NULL AND expires_at > $3",
+                    )
+                    .bind(&p.tenant_id)
+                    .bind(owner)
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if theirs >= quota.per_member {
+                        return Ok(PairingInsert::MemberQuotaReached);
                     }
                 }
                 sqlx::query(

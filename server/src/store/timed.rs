@@ -86,11 +86,11 @@ impl Store for TimedStore {
         &self,
         pairing: &NewPairing,
         now: i64,
-        max_unused: i64,
+        quota: PairingQuota,
     ) -> Result<PairingInsert, StoreError> {
         timed!(
             "insert_pairing",
-            self.inner.insert_pairing(pairing, now, max_unused)
+            self.inner.insert_pairing(pairing, now, quota)
         )
     }
     async fn redeem_pairing(
