@@ -16,6 +16,7 @@ mod postgres;
 mod records;
 mod sql;
 mod sql_batches;
+mod sql_pairings;
 mod sqlite;
 mod timed;
 pub mod token_reads;

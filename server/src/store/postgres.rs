@@ -12,6 +12,7 @@ use super::StoreError;
 use super::members::{impl_sql_members, member_columns};
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
+use super::sql_pairings::impl_sql_pairings;
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -65,4 +66,5 @@ impl PostgresStore {
 
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
+impl_sql_pairings!(PostgresStore);
 impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

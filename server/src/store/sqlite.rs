@@ -12,6 +12,7 @@ use super::StoreError;
 use super::members::{impl_sql_members, member_columns};
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
+use super::sql_pairings::impl_sql_pairings;
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
@@ -111,4 +112,5 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
+impl_sql_pairings!(SqliteStore);
 impl_sql_store!(SqliteStore, "sqlite", MIGRATOR);
