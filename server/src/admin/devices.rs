@@ -1,12 +1,13 @@
-//! Devices: list, get, rename, revoke one, revoke all. Revocation commits first and
-//! then closes the live socket by push (close code `revoked`), so the socket is gone
-//! within milliseconds rather than at the next poll.
+//! Devices: list (with each one's owner), get, rename, revoke one, revoke all.
+//! Revocation closes the live socket by push (close code `revoked`) before the
+//! commit and again after it, so the socket is gone within milliseconds rather
+//! than at the next poll.
+
+use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Path, State};
 use latchkey_protocol::CloseCode;
-use std::collections::HashMap;
-
 use latchkey_protocol::api::{
     DeviceList, DeviceStatus, DeviceView, ForgetResult, MemberRef, RenameDeviceRequest,
     RevokeAllResult,
