@@ -126,6 +126,7 @@ fn export_all(dir: &Path) {
         results::RecordStartResult,
         results::RecordResult,
         failures::FailureReason,
+        latchkey_protocol::tools::capability::Capability,
     );
     let index = latchkey_protocol::tools::typescript_index(&cfg);
     std::fs::write(dir.join("tools").join("index.ts"), index).expect("write tools/index.ts");

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+use super::capability::Capability;
 use super::params::{self, ParamError};
 use super::reading::{Rules, check, read, schema_of};
 use super::results;
@@ -21,6 +22,8 @@ use crate::effect::{Effect, SESSION_START_TIMEOUT_MS, SESSION_STOP_TIMEOUT_MS};
 pub struct Tool {
     pub method: &'static str,
     pub effect: Effect,
+    /// The class a person lends when they allow this method on their browser.
+    pub capability: Capability,
     /// The browser times its wait itself from the params' `timeout_ms` (a person
     /// answers): the gateway waits [`PERSON_GRACE_MS`] longer, so the browser's own
     /// answer arrives first.
@@ -81,7 +84,12 @@ pub const PERSON_DEADLINE_MS: u64 = 300_000;
 pub const PERSON_GRACE_MS: u64 = 5_000;
 
 /// A method with params `P` and result `R`, and every flag at its usual value.
-const fn tool<P, R>(method: &'static str, effect: Effect, summary: &'static str) -> Tool
+const fn tool<P, R>(
+    method: &'static str,
+    effect: Effect,
+    capability: Capability,
+    summary: &'static str,
+) -> Tool
 where
     P: for<'de> Deserialize<'de> + Rules + JsonSchema + TS,
     R: for<'de> Deserialize<'de> + JsonSchema + TS,
@@ -89,6 +97,7 @@ where
     Tool {
         method,
         effect,
+        capability,
         waits_for_person: false,
         gateway_local: false,
         busy_exempt: false,
@@ -117,6 +126,7 @@ pub static TOOLS: &[Tool] = &[
         ..tool::<params::Nothing, results::SessionStartResult>(
             "tool.session_start",
             Control,
+            Capability::Session,
             "open an Agent Window",
         )
     },
@@ -126,64 +136,86 @@ pub static TOOLS: &[Tool] = &[
         ..tool::<params::Nothing, results::SessionStopResult>(
             "tool.session_stop",
             Control,
+            Capability::Session,
             "close the Agent Window, returning borrowed tabs",
         )
     },
     tool::<params::TabList, results::TabListResult>(
         "tool.tab_list",
         Read,
+        Capability::Read,
         "list the person's tabs and the window's",
     ),
     tool::<params::TabCreate, results::TabCreateResult>(
         "tool.tab_create",
         Mutation,
+        Capability::Navigate,
         "open a tab in the Agent Window",
     ),
     tool::<params::TabRequired, results::TabCloseResult>(
         "tool.tab_close",
         Mutation,
+        Capability::Navigate,
         "close a tab of the Agent Window",
     ),
     tool::<params::TabRequired, results::TabSelectResult>(
         "tool.tab_select",
         Mutation,
+        Capability::Navigate,
         "make a tab of the Agent Window active",
     ),
     tool::<params::TabBorrow, results::TabBorrowResult>(
         "tool.tab_borrow",
         Mutation,
+        Capability::Borrow,
         "ask the person to lend one of their tabs",
     ),
     tool::<params::TabRequired, results::TabReturnResult>(
         "tool.tab_return",
         Mutation,
+        Capability::Borrow,
         "give a borrowed tab back",
     ),
     tool::<params::WindowResize, results::WindowResizeResult>(
         "tool.window_resize",
         Mutation,
+        Capability::Navigate,
         "resize the Agent Window",
     ),
     tool::<params::Emulate, results::EmulateResult>(
         "tool.emulate",
         Mutation,
+        Capability::Navigate,
         "emulate a viewport, user agent or touch",
     ),
-    tool::<params::Navigate, results::NavigateResult>("tool.navigate", Mutation, "load a URL"),
+    tool::<params::Navigate, results::NavigateResult>(
+        "tool.navigate",
+        Mutation,
+        Capability::Navigate,
+        "load a URL",
+    ),
     tool::<params::History, results::HistoryResult>(
         "tool.navigate_back",
         Mutation,
+        Capability::Navigate,
         "go back in history",
     ),
     tool::<params::History, results::HistoryResult>(
         "tool.navigate_forward",
         Mutation,
+        Capability::Navigate,
         "go forward in history",
     ),
-    tool::<params::Reload, results::HistoryResult>("tool.reload", Mutation, "reload the page"),
+    tool::<params::Reload, results::HistoryResult>(
+        "tool.reload",
+        Mutation,
+        Capability::Navigate,
+        "reload the page",
+    ),
     tool::<params::History, results::WaitForNavigationResult>(
         "tool.wait_for_navigation",
         Read,
+        Capability::Read,
         "wait for a load phase",
     ),
     Tool {
@@ -191,55 +223,80 @@ pub static TOOLS: &[Tool] = &[
         ..tool::<params::WaitMs, results::WaitMsResult>(
             "tool.wait_ms",
             Read,
+            Capability::Session,
             "wait, on the gateway",
         )
     },
-    tool::<params::Click, results::PointerResult>("tool.click", Mutation, "click an element"),
+    tool::<params::Click, results::PointerResult>(
+        "tool.click",
+        Mutation,
+        Capability::Input,
+        "click an element",
+    ),
     tool::<params::Hover, results::PointerResult>(
         "tool.hover",
         Transient,
+        Capability::Input,
         "move the pointer over an element",
     ),
-    tool::<params::Fill, results::FillResult>("tool.fill", Mutation, "type a value into a field"),
-    tool::<params::Press, results::PressResult>("tool.press", Mutation, "press a key or chord"),
+    tool::<params::Fill, results::FillResult>(
+        "tool.fill",
+        Mutation,
+        Capability::Input,
+        "type a value into a field",
+    ),
+    tool::<params::Press, results::PressResult>(
+        "tool.press",
+        Mutation,
+        Capability::Input,
+        "press a key or chord",
+    ),
     tool::<params::Select, results::SelectResult>(
         "tool.select",
         Mutation,
+        Capability::Input,
         "choose options of a select",
     ),
     tool::<params::Snapshot, results::SnapshotResult>(
         "tool.snapshot",
         Read,
+        Capability::Read,
         "the page as text with element refs",
     ),
     tool::<params::Observe, results::ObserveResult>(
         "tool.observe",
         Transient,
+        Capability::Input,
         "a snapshot with hover probes",
     ),
     tool::<params::GetHtml, results::GetHtmlResult>(
         "tool.get_html",
         Read,
+        Capability::Read,
         "the page's or an element's HTML",
     ),
     tool::<params::Screenshot, results::ScreenshotResult>(
         "tool.screenshot",
         Read,
+        Capability::Read,
         "a PNG of the tab or of an element",
     ),
     tool::<params::LogRead, results::ConsoleResult>(
         "tool.console",
         Read,
+        Capability::Read,
         "console messages since a cursor",
     ),
     tool::<params::LogRead, results::NetworkResult>(
         "tool.network",
         Read,
+        Capability::Read,
         "network requests since a cursor",
     ),
     tool::<params::Evaluate, results::EvaluateResult>(
         "tool.evaluate",
         Mutation,
+        Capability::Script,
         "run JavaScript in the page (if the person allows it)",
     ),
     Tool {
@@ -248,12 +305,14 @@ pub static TOOLS: &[Tool] = &[
         ..tool::<params::RequestHelp, results::RequestHelpResult>(
             "tool.request_help",
             Read,
+            Capability::Read,
             "hand the page to the person and wait",
         )
     },
     tool::<params::RecordStart, results::RecordStartResult>(
         "tool.record_start",
         Mutation,
+        Capability::Navigate,
         "record what the person does",
     ),
     Tool {
@@ -261,12 +320,14 @@ pub static TOOLS: &[Tool] = &[
         ..tool::<params::Nothing, results::RecordResult>(
             "tool.record_stop",
             Read,
+            Capability::Read,
             "stop a recording",
         )
     },
     tool::<params::RecordAwait, results::RecordResult>(
         "tool.record_await",
         Read,
+        Capability::Read,
         "wait for the person to finish a recording",
     ),
 ];

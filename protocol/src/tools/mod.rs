@@ -6,6 +6,7 @@
 //! for the whole deadline). Methods this table does not know pass through unchanged,
 //! as the protocol lets newer extensions add methods.
 
+pub mod capability;
 pub mod catalogue;
 pub mod failures;
 pub mod params;
@@ -26,7 +27,8 @@ pub fn validate(method: &str, params: &Map<String, Value>) -> Result<(), ParamEr
 }
 
 /// The catalogue as one JSON document (`protocol/schema/tools.json`): every method
-/// with what it does to the browser, its deadline, whether the gateway answers it
+/// with what it does to the browser, the capability class a person lends with
+/// it, its deadline, whether the gateway answers it
 /// or lets it past a busy session, a one-line summary, and the JSON Schema of its
 /// params and of its result. The remote MCP endpoint's tool list and the OpenAPI document are made
 /// from the same table.
@@ -38,6 +40,7 @@ pub fn catalogue_document() -> Value {
                 "method": t.method,
                 "summary": t.summary,
                 "effect": t.effect.as_str(),
+                "capability": t.capability.as_str(),
                 "default_deadline_ms": t.default_deadline_ms,
                 "waits_for_person": t.waits_for_person,
                 "gateway_local": t.gateway_local,

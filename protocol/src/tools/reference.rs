@@ -21,6 +21,10 @@ pub fn markdown() -> String {
          TypeScript in `protocol/bindings/tools/`. Params do not include `session_id`: the\n\
          gateway fills it in. An optional field may also be `null`, which means the same as\n\
          leaving it out.\n\n\
+         Each method is in one capability class, what a person lends an agent when\n\
+         they allow that class on their browser: `session` (the Agent Window's\n\
+         lifecycle and the gateway's own wait), `read`, `input`, `navigate`, `script`\n\
+         and `borrow` (the person's own tabs).\n\n\
          Any call can also fail in the ways every call can ([error-codes.md](error-codes.md)):\n\
          `invalid_params` with `data.field` for params the gateway refuses, `timeout` at the\n\
          deadline (`data.reason` `session_busy` while another call of the session runs),\n\
@@ -38,6 +42,7 @@ fn section(out: &mut String, tool: &Tool) {
     let _ = writeln!(out, "## `{}`\n", tool.method);
     let mut facts = vec![
         format!("Effect `{}`", tool.effect.as_str()),
+        format!("capability `{}`", tool.capability.as_str()),
         format!("deadline {} s", tool.default_deadline_ms / 1000),
     ];
     if tool.gateway_local {
