@@ -35,6 +35,13 @@ impl ApiError {
         self
     }
 
+    /// A refusal about one field of the request: `data.field` names it.
+    pub fn at_field(code: ErrorCode, field: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(code, message);
+        e.data = Some(serde_json::json!({ "field": field }));
+        e
+    }
+
     pub fn not_found(what: &str) -> Self {
         Self::new(ErrorCode::NotFound, format!("no such {what}"))
     }

@@ -50,11 +50,8 @@ pub(crate) fn is_member_id(id: &str) -> bool {
 /// part and a domain, no spaces or control characters; `invalid_params` naming
 /// `email` otherwise.
 pub(crate) fn clean_email(raw: &str) -> Result<String, ApiError> {
-    let refuse = |why: &str| {
-        let mut e = ApiError::new(ErrorCode::InvalidParams, format!("email {why}"));
-        e.data = Some(serde_json::json!({ "field": "email" }));
-        e
-    };
+    let refuse =
+        |why: &str| ApiError::at_field(ErrorCode::InvalidParams, "email", format!("email {why}"));
     let email = raw.trim().to_lowercase();
     if email.chars().count() > MAX_EMAIL_CHARS {
         return Err(refuse("must be at most 254 characters"));
@@ -108,12 +105,11 @@ pub async fn create(
     match state.store.insert_member(&record).await {
         Ok(()) => {}
         Err(StoreError::Conflict(_)) => {
-            let mut e = ApiError::new(
+            return Err(ApiError::at_field(
                 ErrorCode::InvalidRequest,
+                "email",
                 "the team already has a member with this email",
-            );
-            e.data = Some(serde_json::json!({ "field": "email" }));
-            return Err(e);
+            ));
         }
         Err(e) => return Err(e.into()),
     }

@@ -101,8 +101,7 @@ pub async fn create(
 
 /// The person behind a new token (docs/people.md): for an admin or member token,
 /// the member named in the request, whose own token it is (a member token must
-/// name one); for an agent token, the person
-/// behind the token creating it. A member that is not in the team answers
+/// name one); for an agent token, the person behind the token creating it. A member that is not in the team answers
 /// `not_found`, as an unknown id does. The store checks again as it inserts.
 async fn behind(
     state: &AppState,
@@ -110,24 +109,18 @@ async fn behind(
     body: &CreateTokenRequest,
 ) -> Result<Option<String>, ApiError> {
     match (body.role, &body.member_id) {
-        (Role::Agent, Some(_)) => {
-            let mut e = ApiError::new(
-                ErrorCode::InvalidParams,
-                "an agent token is no one's own: it records the member behind the token that creates it",
-            );
-            e.data = Some(serde_json::json!({ "field": "member_id" }));
-            Err(e)
-        }
+        (Role::Agent, Some(_)) => Err(ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "member_id",
+            "an agent token is no one's own: it records the member behind the token that creates it",
+        )),
         (Role::Agent, None) => Ok(p.member_id.clone()),
         (Role::Admin, None) => Ok(None),
-        (Role::Member, None) => {
-            let mut e = ApiError::new(
-                ErrorCode::InvalidParams,
-                "a member token is a member's own: name the member",
-            );
-            e.data = Some(serde_json::json!({ "field": "member_id" }));
-            Err(e)
-        }
+        (Role::Member, None) => Err(ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "member_id",
+            "a member token is a member's own: name the member",
+        )),
         (Role::Admin | Role::Member, Some(id)) => {
             let live = super::members::is_member_id(id)
                 && state
