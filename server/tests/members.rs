@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::{MemberRemovedView, Role, TokenList};
-use latchkey_server::auth::bootstrap::{DEFAULT_TENANT, create_tenant};
+use latchkey_server::auth::bootstrap::DEFAULT_TENANT;
 use latchkey_server::store::ApiTokenRecord;
-use latchkey_testkit::extension::{Ended, FakeExtension};
+use latchkey_testkit::extension::Ended;
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{AgentSocket, Backend, TestServer, backend_tests};
 use serde_json::json;
@@ -33,17 +33,12 @@ async fn a_members_browser_is_theirs_until_they_are_removed(backend: Backend) {
 
     // A link made for Alice pairs a browser that is hers.
     let link = admin.create_pairing_for(&alice.id).await.expect("link");
-    let mut ext = FakeExtension::from_link(&link.link, server.http.clone(), server.client_tls())
-        .expect("ext");
+    let mut ext = server.extension_from_link(&link.link).expect("ext");
     let device = ext.pair().await.expect("pair").device_id;
     let mut socket = ext.connect_online().await.expect("online");
     // Bob's browser stays his through Alice's removal.
-    let mut bobs = FakeExtension::from_link(
-        &admin.create_pairing_for(&bob.id).await.expect("link").link,
-        server.http.clone(),
-        server.client_tls(),
-    )
-    .expect("ext");
+    let bobs_link = admin.create_pairing_for(&bob.id).await.expect("link");
+    let mut bobs = server.extension_from_link(&bobs_link.link).expect("ext");
     let bobs_device = bobs.pair().await.expect("pair").device_id;
     let listed = admin.device(&device).await.expect("device");
     let owner = listed.owner.expect("an owner");
@@ -127,8 +122,7 @@ async fn a_members_browser_is_theirs_until_they_are_removed(backend: Backend) {
             .all(|t| t.revoked_at.is_some())
     );
     // A voided link is refused as a used one is.
-    let mut late = FakeExtension::from_link(&unused.link, server.http.clone(), server.client_tls())
-        .expect("ext");
+    let mut late = server.extension_from_link(&unused.link).expect("ext");
     assert_eq!(
         late.pair_with(&latchkey_testkit::extension::new_token())
             .await
@@ -264,14 +258,7 @@ async fn bad_input_and_foreign_ids_change_nothing(backend: Backend) {
     assert_eq!(admin_members(&server).await, vec![alice.id.clone()]);
 
     // Another team's member is unknown here, for a link, a token and a removal.
-    let beta = create_tenant(
-        server.state().store.as_ref(),
-        "beta",
-        server.clock().now_ms(),
-    )
-    .await
-    .expect("tenant beta");
-    let b = server.admin_with(&beta.admin_token);
+    let b = server.admin_with(&server.new_tenant("beta").await.expect("tenant beta"));
     let unknown = "mem_0000000000000000";
     for id in [alice.id.as_str(), unknown, "mem_x"] {
         let link = b

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::{DeviceList, MemberView, PairingCreated};
-use latchkey_testkit::extension::{Ended, FakeExtension};
+use latchkey_testkit::extension::Ended;
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{AdminClient, Backend, TestServer, backend_tests};
 use serde_json::{Value, json};
@@ -65,17 +65,12 @@ async fn a_person_manages_their_own_browsers_and_nothing_else(backend: Backend) 
         Some(json!({"label": "laptop"})),
     )
     .await;
-    let mut ext = FakeExtension::from_link(&link.link, server.http.clone(), server.client_tls())
-        .expect("ext");
+    let mut ext = server.extension_from_link(&link.link).expect("ext");
     let hers = ext.pair().await.expect("pair").device_id;
     let mut socket = ext.connect_online().await.expect("online");
     // Bob's browser, paired by an admin.
-    let mut bobs = FakeExtension::from_link(
-        &admin.create_pairing_for(&bob.id).await.expect("link").link,
-        server.http.clone(),
-        server.client_tls(),
-    )
-    .expect("ext");
+    let bobs_link = admin.create_pairing_for(&bob.id).await.expect("link");
+    let mut bobs = server.extension_from_link(&bobs_link.link).expect("ext");
     let his = bobs.pair().await.expect("pair").device_id;
 
     let mine: DeviceList = ok(&as_alice, Method::GET, "/v1/me/devices", None).await;

@@ -274,14 +274,7 @@ async fn sessions_belong_to_their_token_and_tenant() {
     let other = server.new_agent().await.expect("agent");
     let (device, _browser) = server.new_browser(script()).await.expect("browser");
     let s = owner.start(None).await.expect("start");
-    let beta = latchkey_server::auth::bootstrap::create_tenant(
-        server.state().store.as_ref(),
-        "beta",
-        server.clock().now_ms(),
-    )
-    .await
-    .expect("tenant");
-    let stranger = server.agent(&beta.admin_token);
+    let stranger = server.agent(&server.new_tenant("beta").await.expect("tenant"));
     for agent in [&other, &stranger] {
         let r = agent
             .call(&s.id, "tool.snapshot", json!({}))

@@ -2,7 +2,6 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use latchkey_server::auth::bootstrap::create_tenant;
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{Backend, TestServer, backend_tests, logs};
 use serde_json::json;
@@ -20,14 +19,8 @@ async fn foreign_ids_look_unknown(backend: Backend) {
         .await
         .expect("token");
 
-    let beta = create_tenant(
-        server.state().store.as_ref(),
-        "beta",
-        server.clock().now_ms(),
-    )
-    .await
-    .expect("tenant beta");
-    let b = server.admin_with(&beta.admin_token);
+    let beta_token = server.new_tenant("beta").await.expect("tenant beta");
+    let b = server.admin_with(&beta_token);
     assert!(
         b.devices().await.expect("list").is_empty(),
         "beta sees none of default's devices"
@@ -92,7 +85,7 @@ async fn foreign_ids_look_unknown(backend: Backend) {
         .expect("A's device still connects");
     let device_token = ext.token.clone().expect("token");
     logs::assert_no_secrets(&[
-        &beta.admin_token,
+        &beta_token,
         &a_token.token,
         &device_token,
         &server.admin_token,

@@ -153,13 +153,7 @@ async fn a_foreign_revocation_ends_nothing(backend: Backend) {
     let (_browser, mut socket, _) = call_in_flight(&server, &agent.token)
         .await
         .expect("call in flight");
-    let other = latchkey_server::auth::bootstrap::create_tenant(
-        server.state().store.as_ref(),
-        "other",
-        server.clock().now_ms(),
-    )
-    .await
-    .expect("tenant");
+    let other = server.new_tenant("other").await.expect("tenant");
     let token_id = server
         .admin()
         .raw(
@@ -176,12 +170,12 @@ async fn a_foreign_revocation_ends_nothing(backend: Backend) {
         .expect("the agent's token id")
         .to_string();
     let (status, body) = server
-        .admin_with(&other.admin_token)
+        .admin_with(&other)
         .revoke_token(&token_id)
         .await
         .expect("revoke");
     let (unknown_status, unknown_body) = server
-        .admin_with(&other.admin_token)
+        .admin_with(&other)
         .revoke_token("tok_0123456789abcdef")
         .await
         .expect("revoke");

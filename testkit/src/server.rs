@@ -391,7 +391,21 @@ impl TestServer {
     /// Create a pairing link and a fake extension holding it.
     pub async fn new_extension(&self) -> anyhow::Result<FakeExtension> {
         let pairing = self.admin().create_pairing(None, None).await?;
-        FakeExtension::from_link(&pairing.link, self.http.clone(), self.client_tls())
+        self.extension_from_link(&pairing.link)
+    }
+
+    /// A fake extension holding the pairing `link` (one made for a member, say).
+    pub fn extension_from_link(&self, link: &str) -> anyhow::Result<FakeExtension> {
+        FakeExtension::from_link(link, self.http.clone(), self.client_tls())
+    }
+
+    /// Another team on this server: its first admin token.
+    pub async fn new_tenant(&self, name: &str) -> anyhow::Result<String> {
+        let store = self.state().store.as_ref();
+        let created =
+            latchkey_server::auth::bootstrap::create_tenant(store, name, self.clock.now_ms())
+                .await?;
+        Ok(created.admin_token)
     }
 
     /// Stop and start again on the same store and data directory (a new port).
