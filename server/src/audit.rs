@@ -33,6 +33,8 @@ pub mod action {
     pub const TOKEN_REVOKE: &str = "token.revoke";
     pub const MEMBER_ADD: &str = "member.add";
     pub const MEMBER_REMOVE: &str = "member.remove";
+    pub const SESSION_START: &str = "session.start";
+    pub const SESSION_END: &str = "session.end";
 }
 
 #[derive(Clone)]

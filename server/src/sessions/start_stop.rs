@@ -10,6 +10,7 @@ use latchkey_protocol::effect::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::audit::{Event, Priority, action};
 use crate::auth::principal::Principal;
 use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
@@ -119,8 +120,15 @@ async fn start_session(
             crate::telemetry::metrics::refused("session_cap");
             CoreError::SessionCap(cap)
         })?;
-    // From here on the session ends with its token, whatever else happens.
-    tokio::spawn(end_with_token(state.clone(), session.clone()));
+    // From here on the session ends with its token, whatever else happens, and
+    // its end is audited.
+    let (started, started_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(watch_session(
+        state.clone(),
+        session.clone(),
+        principal.actor(),
+        started_rx,
+    ));
     let mut params = Map::new();
     params.insert("session_id".into(), Value::String(session.id.clone()));
     if let (Some(w), Some(h)) = (req.width, req.height) {
@@ -180,7 +188,11 @@ async fn start_session(
         // A token revoked during the start: its session is being ended with it.
         Ok(()) => match session.lease.ended_now() {
             Some(end) => Err(CoreError::Token(end)),
-            None => Ok(session),
+            None => {
+                // The watcher records the start; dropped unsent, no start happened.
+                let _ = started.send(());
+                Ok(session)
+            }
         },
         Err(e) => {
             state.sessions.remove(&session.id);
@@ -275,16 +287,68 @@ async fn stop_session(
     }
 }
 
-/// Wait for the session's token to end (revoked, expired) and end the session with
-/// it: the call in flight fails with the token's code, listeners get
-/// `session_ended` with reason `token_revoked` or `token_expired`, and the Agent
-/// Window is closed in the browser. Returns at once when the session ends first.
-pub async fn end_with_token(state: Core, session: Arc<Session>) {
-    let end = tokio::select! {
-        end = session.lease.ended() => end,
-        _ = session.ended() => return,
-    };
-    end_for_token(&state, &session, end).await;
+/// The session's watcher, for its whole life. When its token ends (revoked,
+/// expired), the session ends with it: the call in flight fails with the token's
+/// code, listeners get `session_ended` with reason `token_revoked` or
+/// `token_expired`, and the Agent Window is closed in the browser. It also keeps
+/// the session's audit rows, in order and off the agent's path: `session.start`
+/// once the start has succeeded (`started`; dropped unsent when it failed), and
+/// `session.end` with its reason however the session ends. Both are under `actor`,
+/// the token that opened it.
+pub async fn watch_session(
+    state: Core,
+    session: Arc<Session>,
+    actor: String,
+    mut started: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut waiting_for_start = true;
+    let mut recorded_start = false;
+    loop {
+        tokio::select! {
+            // A start that succeeded is recorded before anything after it.
+            biased;
+            outcome = &mut started, if waiting_for_start => {
+                waiting_for_start = false;
+                if outcome.is_ok() {
+                    let detail = format!("device:{}", session.device_id);
+                    audit_session(&state, &session, actor.clone(), action::SESSION_START, detail).await;
+                    recorded_start = true;
+                }
+            }
+            end = session.lease.ended() => {
+                end_for_token(&state, &session, end).await;
+                break;
+            }
+            _ = session.ended() => break,
+        }
+    }
+    if recorded_start && let Some(reason) = session.end_reason() {
+        audit_session(&state, &session, actor, action::SESSION_END, reason).await;
+    }
+}
+
+/// One audit row about `session`: its device, and the reason it ended.
+pub(crate) async fn audit_session(
+    state: &Core,
+    session: &Session,
+    actor: String,
+    what: &'static str,
+    detail: String,
+) {
+    state
+        .audit
+        .record_with(
+            Priority::Background,
+            Event {
+                tenant_id: &session.tenant_id,
+                actor,
+                action: what,
+                target: format!("session:{}", session.id),
+                outcome: "ok",
+                detail: Some(detail),
+            },
+        )
+        .await;
 }
 
 async fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {

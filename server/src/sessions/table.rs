@@ -41,7 +41,7 @@ pub struct Session {
     pub token_id: String,
     pub created_at: i64,
     /// The opening token's lease: the session ends when the token is revoked or
-    /// expires (`lifecycle::end_with_token`).
+    /// expires (`start_stop::watch_session`).
     pub lease: TokenLease,
     /// Cancelled once the session has ended, whatever ended it.
     ended: CancellationToken,
@@ -63,6 +63,8 @@ struct SessionState {
     /// expiry.
     marker: bool,
     last_activity: i64,
+    /// Why it ended (the `session_ended` reason), once it has.
+    end_reason: Option<String>,
 }
 
 impl Session {
@@ -146,6 +148,26 @@ impl Session {
         };
         self.ended.cancel();
         first
+    }
+
+    /// Mark ended for `reason`; returns false if it already was (the first reason
+    /// stands).
+    pub fn end_for(&self, reason: &str) -> bool {
+        let first = {
+            let mut s = self.state();
+            let first = !std::mem::replace(&mut s.ended, true);
+            if first {
+                s.end_reason = Some(reason.to_string());
+            }
+            first
+        };
+        self.ended.cancel();
+        first
+    }
+
+    /// Why the session ended; `None` while it runs, and for a start that failed.
+    pub fn end_reason(&self) -> Option<String> {
+        self.state().end_reason.clone()
     }
 
     /// Resolves once the session has ended.
@@ -360,7 +382,7 @@ impl SessionTable {
 /// Mark a removed session ended, abort its calls (callers learn `why`) and tell its
 /// listeners.
 pub fn end_session(session: &Session, reason: &str, why: Abort) {
-    if session.end() {
+    if session.end_for(reason) {
         session.abort(why);
         session.emit(SessionEvent::SessionEnded {
             session_id: session.id.clone(),
