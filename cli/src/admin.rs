@@ -18,6 +18,7 @@ const NO_BODY: Option<&Value> = None;
 pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<(), CliError> {
     match cmd {
         AdminCommand::Members(cmd) => crate::members::run(client, cmd, json).await,
+        AdminCommand::Policy(cmd) => crate::policy::run_admin(client, cmd, json).await,
         AdminCommand::Pair { label, ttl, member } => {
             let body = CreatePairingRequest {
                 label,

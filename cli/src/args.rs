@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use latchkey_protocol::api::{MemberRole, Role};
+use latchkey_protocol::policy::Capability;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -263,6 +264,9 @@ pub enum AdminCommand {
     /// API tokens.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// The team's policy, or one browser's (docs/policy.md).
+    #[command(subcommand)]
+    Policy(AdminPolicyCommand),
     /// The audit trail, newest first.
     Audit {
         #[arg(long, default_value_t = 50)]
@@ -329,6 +333,84 @@ pub enum MeCommand {
     },
     /// Revoke a browser of yours: its live connection closes at once.
     Revoke { id: String },
+    /// The policy of a browser of yours (docs/policy.md).
+    #[command(subcommand)]
+    Policy(MePolicyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminPolicyCommand {
+    /// Show the team's policy, or a browser's with --device.
+    Show {
+        /// A browser's policy instead of the team's.
+        #[arg(long)]
+        device: Option<String>,
+        /// Also what sessions run under, and where each limit came from.
+        #[arg(long)]
+        effective: bool,
+    },
+    /// Replace the team's policy, or a browser's with --device: limits not
+    /// given are lifted at that layer.
+    Set {
+        #[arg(long)]
+        device: Option<String>,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MePolicyCommand {
+    /// Show a browser's policy.
+    Show {
+        id: String,
+        #[arg(long)]
+        effective: bool,
+    },
+    /// Replace a browser's policy (within the team's): limits not given are lifted.
+    Set {
+        id: String,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+}
+
+/// A policy from flags; every limit left out is not set at this layer.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Only these agent tokens (ids, comma-separated) may start sessions.
+    #[arg(long, value_delimiter = ',')]
+    pub agents: Option<Vec<String>>,
+    /// allow (start without asking) or deny (no sessions).
+    #[arg(long, value_parser = ["allow", "deny"])]
+    pub consent: Option<String>,
+    /// Only hosts matching these patterns (example.com, *.example.com, *).
+    #[arg(long, value_delimiter = ',')]
+    pub allow_sites: Option<Vec<String>>,
+    /// Never hosts matching these patterns.
+    #[arg(long, value_delimiter = ',')]
+    pub block_sites: Option<Vec<String>>,
+    /// URL schemes allowed (default http,https).
+    #[arg(long, value_delimiter = ',')]
+    pub schemes: Option<Vec<String>>,
+    /// Capability classes granted: read, input, navigate, script, borrow.
+    #[arg(long, value_delimiter = ',', value_parser = parse_capability)]
+    pub capabilities: Option<Vec<Capability>>,
+    /// The longest a session may last, e.g. 30m, 2h.
+    #[arg(long, value_parser = parse_ttl)]
+    pub max_session: Option<u64>,
+    /// The whole policy as a JSON file (- for standard input), instead of flags.
+    #[arg(long, conflicts_with_all = ["agents", "consent", "allow_sites", "block_sites", "schemes", "capabilities", "max_session"])]
+    pub file: Option<PathBuf>,
+}
+
+fn parse_capability(s: &str) -> Result<Capability, String> {
+    Capability::ALL
+        .into_iter()
+        .find(|c| c.as_str() == s)
+        .ok_or_else(|| {
+            "a capability is one of session, read, input, navigate, script, borrow".to_string()
+        })
 }
 
 fn parse_member_role(s: &str) -> Result<MemberRole, String> {

@@ -10,6 +10,7 @@ mod client;
 mod error;
 mod members;
 mod output;
+mod policy;
 mod profile;
 mod tools;
 

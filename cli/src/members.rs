@@ -122,6 +122,7 @@ pub async fn run_me(client: &ApiClient, cmd: MeCommand, json: bool) -> Result<()
                 crate::admin::print_link(&created);
             }
         }
+        MeCommand::Policy(cmd) => return crate::policy::run_me(client, cmd, json).await,
         MeCommand::Revoke { id } => {
             let path = format!("/v1/me/devices/{}", crate::tools::segment(&id));
             let d: DeviceView = client.call(Method::DELETE, &path, None::<&Value>).await?;

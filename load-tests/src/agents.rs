@@ -110,13 +110,33 @@ async fn total(
     Ok(total)
 }
 
-/// `tool.echo` with `pad` bytes of params.
-fn call_frame(id: &str, session: Option<&str>, pad: &str) -> String {
+/// What every call of a run asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// `tool.echo`: a method the catalogue does not know, so no params rules and
+    /// no policy apply. The plain relay path.
+    #[default]
+    Echo,
+    /// `tool.navigate` to [`crate::policed::URL`]: the catalogue's params rules
+    /// and, with a policy set, its capability and site checks, on every call.
+    Navigate,
+}
+
+/// One call of `kind` with `pad` bytes of padding in its params.
+pub fn call_frame(id: &str, session: Option<&str>, pad: &str, kind: CallKind) -> String {
     let mut params = json!({ "pad": pad });
+    let method = match kind {
+        CallKind::Echo => "tool.echo",
+        CallKind::Navigate => {
+            params["url"] = json!(crate::policed::URL);
+            "tool.navigate"
+        }
+    };
     if let Some(s) = session {
         params["session_id"] = json!(s);
     }
-    json!({ "id": id, "method": "tool.echo", "params": params }).to_string()
+    json!({ "id": id, "method": method, "params": params }).to_string()
 }
 
 /// The id an answer frame is for, and whether it succeeded.
@@ -148,6 +168,7 @@ pub async fn closed_loop(
     in_flight: usize,
     duration: Duration,
     pad_bytes: usize,
+    kind: CallKind,
 ) -> anyhow::Result<LoopResult> {
     let pad: Arc<str> = "x".repeat(pad_bytes).into();
     let start = Instant::now();
@@ -165,7 +186,7 @@ pub async fn closed_loop(
                              socket: &AgentSocket| {
                 *next_id += 1;
                 let id = format!("s{n}c{next_id}");
-                let frame = call_frame(&id, socket.session(slot), &pad);
+                let frame = call_frame(&id, socket.session(slot), &pad, kind);
                 pending.insert(id, (slot, Instant::now()));
                 frame
             };
@@ -204,6 +225,7 @@ pub async fn open_loop(
     rate: u64,
     duration: Duration,
     pad_bytes: usize,
+    kind: CallKind,
 ) -> anyhow::Result<LoopResult> {
     let pad: Arc<str> = "x".repeat(pad_bytes).into();
     let per_socket = (rate as f64 / sockets.len().max(1) as f64).max(0.001);
@@ -229,7 +251,7 @@ pub async fn open_loop(
                         let session = (!sessions.is_empty())
                             .then(|| sessions.get(i as usize % sessions.len()))
                             .flatten();
-                        let frame = call_frame(&id, session.map(String::as_str), &pad);
+                        let frame = call_frame(&id, session.map(String::as_str), &pad, kind);
                         // Timed from the send itself (the timer wakes up to a
                         // millisecond late); the writer never waits for answers, so
                         // a slow server still shows up as latency.

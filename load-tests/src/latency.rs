@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use crate::agents::{CallKind, call_frame};
 use crate::stats::{Summary, ms, summarize};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -24,9 +25,16 @@ pub struct LatencyReport {
     pub machine: Option<crate::procfs::Machine>,
     pub calls: usize,
     pub payload_bytes: usize,
+    /// What each call asks for; `navigate` under a policy with `--policy`.
+    #[serde(default)]
+    pub calls_kind: CallKind,
     pub relay: Summary,
     pub agent_socket: Summary,
     pub http: Summary,
+    /// Under `--policy`: the same calls on the agent socket to a browser without
+    /// one, in the same rounds (`agent_socket` is the policed browser's).
+    #[serde(default)]
+    pub unpoliced: Option<Summary>,
     pub socket_p50_ratio: f64,
     pub socket_p99_ratio: f64,
 }
@@ -63,15 +71,12 @@ async fn time_socket(
     calls: usize,
     warmup: usize,
     session: Option<&str>,
+    kind: CallKind,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls + warmup {
         let id = format!("c{i}");
-        let mut params = json!({ "pad": pad() });
-        if let Some(s) = session {
-            params["session_id"] = json!(s);
-        }
-        let frame = json!({ "id": id, "method": "tool.echo", "params": params });
+        let frame: Value = serde_json::from_str(&call_frame(&id, session, &pad(), kind))?;
         let start = Instant::now();
         round_trip(ws, &id, &frame).await?;
         if i >= warmup {
@@ -85,7 +90,17 @@ async fn time_socket(
 /// drift in the machine's speed hits all of them alike.
 const ROUNDS: usize = 10;
 
-pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
+pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
+    // Under a policy every call is a navigation it checks, on both servers alike.
+    let kind = if policy {
+        CallKind::Navigate
+    } else {
+        CallKind::Echo
+    };
+    let (method, extra) = match kind {
+        CallKind::Echo => ("tool.echo", json!({})),
+        CallKind::Navigate => ("tool.navigate", json!({ "url": crate::policed::URL })),
+    };
     let per_round = (calls / ROUNDS).max(1);
     let warmup = per_round / 5 + 20;
     // Bare relay.
@@ -108,22 +123,39 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
         .start()
         .await?;
     let agent = server.new_agent().await?;
-    let (_device, _browser) = server.new_browser(echo()).await?;
-    let session = agent.start(None).await?;
+    let (device, _browser) = server.new_browser(echo()).await?;
+    let session = agent.start(Some(&device)).await?;
+    // Under `--policy`, the same navigations also go to a second browser without
+    // one, so the policy's own cost is measured against latchkeyd itself too.
+    let mut unpoliced_session = None;
+    let mut _second = None;
+    if policy {
+        let path = format!("/v1/admin/devices/{device}/policy");
+        crate::policed::apply(&server.admin(), &path).await?;
+        let (other, browser) = server.new_browser(echo()).await?;
+        unpoliced_session = Some(agent.start(Some(&other)).await?.id);
+        _second = Some(browser);
+    }
     let mut req = format!("ws://{}/v1/agent", server.addr()).into_client_request()?;
     req.headers_mut()
         .insert("authorization", format!("Bearer {}", agent.token).parse()?);
     let (mut agent_ws, _) = tokio_tungstenite::connect_async(req).await?;
 
     let (mut relay, mut socket, mut http) = (Vec::new(), Vec::new(), Vec::new());
+    let mut unpoliced = Vec::new();
     for _ in 0..ROUNDS {
-        relay.extend(time_socket(&mut relay_agent, per_round, warmup, None).await?);
-        socket.extend(time_socket(&mut agent_ws, per_round, warmup, Some(&session.id)).await?);
+        relay.extend(time_socket(&mut relay_agent, per_round, warmup, None, kind).await?);
+        socket
+            .extend(time_socket(&mut agent_ws, per_round, warmup, Some(&session.id), kind).await?);
+        if let Some(other) = &unpoliced_session {
+            unpoliced
+                .extend(time_socket(&mut agent_ws, per_round, warmup, Some(other), kind).await?);
+        }
         for i in 0..per_round + warmup {
+            let mut params = extra.clone();
+            params["pad"] = json!(pad());
             let start = Instant::now();
-            let r = agent
-                .call(&session.id, "tool.echo", json!({ "pad": pad() }))
-                .await?;
+            let r = agent.call(&session.id, method, params).await?;
             if !r.is_ok() {
                 bail!("HTTP call failed: {:?}", r.body);
             }
@@ -135,8 +167,10 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
     server.stop().await;
 
     let (relay, agent_socket, http) = (summarize(relay), summarize(socket), summarize(http));
+    let unpoliced = policy.then(|| summarize(unpoliced));
     Ok(LatencyReport {
-        scenario: "latency".to_string(),
+        scenario: if policy { "latency-policy" } else { "latency" }.to_string(),
+        calls_kind: kind,
         machine: Some(crate::procfs::machine()),
         calls: per_round * ROUNDS,
         payload_bytes: 200,
@@ -145,13 +179,14 @@ pub async fn run(calls: usize) -> anyhow::Result<LatencyReport> {
         relay,
         agent_socket,
         http,
+        unpoliced,
     })
 }
 
 pub fn print(r: &LatencyReport) {
     println!(
-        "path                p50       p99       p999      (one call at a time, {} calls, ~200 B)",
-        r.calls
+        "path                p50       p99       p999      (one call at a time, {} calls, ~200 B, {:?})",
+        r.calls, r.calls_kind
     );
     for (name, s) in [
         ("bare relay", &r.relay),
@@ -163,6 +198,15 @@ pub fn print(r: &LatencyReport) {
             ms(s.p50_us),
             ms(s.p99_us),
             ms(s.p999_us)
+        );
+    }
+    if let Some(u) = &r.unpoliced {
+        println!(
+            "{:<19} {:<9} {:<9} {}",
+            "  … no policy",
+            ms(u.p50_us),
+            ms(u.p99_us),
+            ms(u.p999_us)
         );
     }
     println!(

@@ -15,6 +15,7 @@ mod idle;
 mod latency;
 mod pairs;
 mod payload;
+mod policed;
 mod procfs;
 mod relay;
 mod report;
@@ -65,6 +66,9 @@ enum Scenario {
     Latency {
         #[arg(long, default_value_t = 20_000)]
         calls: usize,
+        /// Navigations under a 20-pattern policy instead of echoes (docs/policy.md).
+        #[arg(long)]
+        policy: bool,
         #[command(flatten)]
         out: Out,
     },
@@ -78,6 +82,9 @@ enum Scenario {
         /// Open-loop calls per second (0: skip).
         #[arg(long, default_value_t = 5_000)]
         rate: u64,
+        /// Navigations under a 20-pattern policy instead of echoes (docs/policy.md).
+        #[arg(long)]
+        policy: bool,
         #[command(flatten)]
         out: Out,
     },
@@ -205,20 +212,21 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             idle::print(&r);
             save(&out.out, "idle", &r)
         }
-        Scenario::Latency { calls, out } => {
-            let r = latency::run(calls).await?;
+        Scenario::Latency { calls, policy, out } => {
+            let r = latency::run(calls, policy).await?;
             latency::print(&r);
-            save(&out.out, "latency", &r)
+            save(&out.out, &r.scenario, &r)
         }
         Scenario::Throughput {
             concurrency,
             seconds,
             rate,
+            policy,
             out,
         } => {
-            let r = throughput::run(&concurrency, seconds, rate, 150).await?;
+            let r = throughput::run(&concurrency, seconds, rate, 150, policy).await?;
             throughput::print(&r);
-            save(&out.out, "throughput", &r)
+            save(&out.out, &r.scenario, &r)
         }
         Scenario::Payload {
             bytes,
@@ -283,12 +291,16 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = idle::run(200, 2, 1.0).await?;
     idle::print(&r);
     save(out, "idle", &r)?;
-    let r = latency::run(200).await?;
+    let r = latency::run(200, false).await?;
     latency::print(&r);
     save(out, "latency", &r)?;
-    let r = throughput::run(&[1, 16], 1.0, 500, 150).await?;
+    let r = throughput::run(&[1, 16], 1.0, 500, 150, false).await?;
     throughput::print(&r);
     save(out, "throughput", &r)?;
+    // Under a policy, every call must still pass: a refusal is an error here.
+    let r = throughput::run(&[16], 1.0, 0, 150, true).await?;
+    throughput::print(&r);
+    save(out, "throughput-policy", &r)?;
     let r = payload::run(&[256 << 10], 1.0).await?;
     payload::print(&r);
     save(out, "payload", &r)?;

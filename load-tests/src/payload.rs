@@ -100,22 +100,28 @@ pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport>
             latency: summarize(r.latencies),
         };
         let warm = Duration::from_secs_f64(seconds.min(1.0) / 2.0);
-        agents::closed_loop(&mut on_relay.agents, 1, warm, 0).await?;
-        agents::closed_loop(&mut on_server.agents, 1, warm, 0).await?;
+        agents::closed_loop(&mut on_relay.agents, 1, warm, 0, agents::CallKind::Echo).await?;
+        agents::closed_loop(&mut on_server.agents, 1, warm, 0, agents::CallKind::Echo).await?;
         let round = Duration::from_secs_f64(seconds / f64::from(ROUNDS));
         let (mut relay_total, mut server_total) = Default::default();
         let mut round_ratios = Vec::new();
         for n in 0..ROUNDS {
             let (relay_round, server_round) = if n % 2 == 0 {
-                let r = agents::closed_loop(&mut on_relay.agents, 1, round, 0).await?;
+                let r =
+                    agents::closed_loop(&mut on_relay.agents, 1, round, 0, agents::CallKind::Echo)
+                        .await?;
                 (
                     r,
-                    agents::closed_loop(&mut on_server.agents, 1, round, 0).await?,
+                    agents::closed_loop(&mut on_server.agents, 1, round, 0, agents::CallKind::Echo)
+                        .await?,
                 )
             } else {
-                let s = agents::closed_loop(&mut on_server.agents, 1, round, 0).await?;
+                let s =
+                    agents::closed_loop(&mut on_server.agents, 1, round, 0, agents::CallKind::Echo)
+                        .await?;
                 (
-                    agents::closed_loop(&mut on_relay.agents, 1, round, 0).await?,
+                    agents::closed_loop(&mut on_relay.agents, 1, round, 0, agents::CallKind::Echo)
+                        .await?,
                     s,
                 )
             };

@@ -42,6 +42,9 @@ pub struct ThroughputReport {
     pub machine: Machine,
     pub seconds_per_point: f64,
     pub pad_bytes: usize,
+    /// What each call asks for; `navigate` under a policy with `--policy`.
+    #[serde(default)]
+    pub calls: agents::CallKind,
     pub points: Vec<Point>,
     pub open_loop: Vec<OpenLoop>,
     /// latchkeyd / relay, calls per server core, at the highest concurrency.
@@ -66,6 +69,7 @@ async fn point(
     concurrency: usize,
     seconds: f64,
     pad: usize,
+    kind: agents::CallKind,
 ) -> anyhow::Result<Point> {
     let used = concurrency.clamp(1, MAX_PAIRS);
     let in_flight = concurrency.div_ceil(used);
@@ -75,6 +79,7 @@ async fn point(
         in_flight,
         Duration::from_secs_f64(seconds),
         pad,
+        kind,
     )
     .await?;
     let cpu = (t.sample)()?.cpu_secs - before.cpu_secs;
@@ -96,13 +101,23 @@ pub async fn run(
     seconds: f64,
     rate: u64,
     pad: usize,
+    policy: bool,
 ) -> anyhow::Result<ThroughputReport> {
+    // Under a policy every call is a navigation it checks, on both servers alike.
+    let kind = if policy {
+        agents::CallKind::Navigate
+    } else {
+        agents::CallKind::Echo
+    };
     let options = ServerOptions {
         tls: false,
         devices: MAX_PAIRS,
         calls_in_flight_per_device: 64,
     };
     let server = Latchkeyd::start(&options).await?;
+    if policy {
+        crate::policed::apply(&server.admin(), "/v1/admin/policy").await?;
+    }
     let relay = Relay::start(false).await?;
     let mut targets = Vec::new();
     {
@@ -131,10 +146,10 @@ pub async fn run(
     for &c in concurrencies {
         // Warm up both, then measure them back to back.
         for t in targets.iter_mut() {
-            point(t, c, seconds.min(1.0) / 2.0, pad).await?;
+            point(t, c, seconds.min(1.0) / 2.0, pad, kind).await?;
         }
         for t in targets.iter_mut() {
-            points.push(point(t, c, seconds, pad).await?);
+            points.push(point(t, c, seconds, pad, kind).await?);
         }
     }
     let mut open_loop = Vec::new();
@@ -142,7 +157,8 @@ pub async fn run(
         for t in targets.iter_mut() {
             let sockets = std::mem::take(&mut t.pairs.agents);
             let before = (t.sample)()?;
-            let r = agents::open_loop(sockets, rate, Duration::from_secs_f64(seconds), pad).await?;
+            let r = agents::open_loop(sockets, rate, Duration::from_secs_f64(seconds), pad, kind)
+                .await?;
             open_loop.push(OpenLoop {
                 target: t.name.to_string(),
                 rate,
@@ -174,10 +190,16 @@ pub async fn run(
         _ => (0.0, 0.0),
     };
     Ok(ThroughputReport {
-        scenario: "throughput".to_string(),
+        scenario: if policy {
+            "throughput-policy"
+        } else {
+            "throughput"
+        }
+        .to_string(),
         machine: machine(),
         seconds_per_point: seconds,
         pad_bytes: pad,
+        calls: kind,
         points,
         open_loop,
         ratio_per_core,
@@ -187,8 +209,8 @@ pub async fn run(
 
 pub fn print(r: &ThroughputReport) {
     println!(
-        "throughput: closed loop, {:.0}s per point, ~{} B params",
-        r.seconds_per_point, r.pad_bytes
+        "throughput: closed loop, {:.0}s per point, ~{} B params, {:?} calls",
+        r.seconds_per_point, r.pad_bytes, r.calls
     );
     println!("target      conc  calls/s    server CPU s  calls/core-s  p50       p99       errors");
     for p in &r.points {

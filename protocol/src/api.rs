@@ -294,3 +294,25 @@ pub struct MemberRemovedView {
     pub revoked_tokens: Vec<String>,
     pub voided_pairings: u64,
 }
+
+/// `GET` / `PUT` `/v1/admin/policy`, `/v1/admin/devices/{id}/policy` and
+/// `/v1/me/devices/{id}/policy` (docs/policy.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PolicyView {
+    /// Whose policy this is: the team's, or one browser's.
+    pub scope: crate::policy::Layer,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub device_id: Option<String>,
+    /// The policy as set at this layer (`{}`: no limit here).
+    pub policy: crate::policy::Policy,
+    /// With `?effective=true`: what sessions run under, and where each limit
+    /// came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub effective: Option<crate::policy::EffectivePolicy>,
+    /// After a `PUT`: how many open sessions the new policy ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sessions_ended: Option<u32>,
+}

@@ -14,6 +14,7 @@ pub mod error_code;
 pub mod frame;
 pub mod handshake;
 pub mod methods;
+pub mod policy;
 pub mod text;
 pub mod tools;
 pub mod ts_constants;

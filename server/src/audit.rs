@@ -35,6 +35,8 @@ pub mod action {
     pub const MEMBER_REMOVE: &str = "member.remove";
     pub const SESSION_START: &str = "session.start";
     pub const SESSION_END: &str = "session.end";
+    pub const POLICY_SET: &str = "policy.set";
+    pub const POLICY_DENY: &str = "policy.deny";
 }
 
 #[derive(Clone)]

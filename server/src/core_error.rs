@@ -7,6 +7,7 @@ use latchkey_protocol::{ErrorBody, ErrorCode};
 use serde_json::json;
 
 use crate::auth::token_watch::TokenEnd;
+use crate::policy::PolicyDenial;
 
 /// Why the core refused or failed a session start, a stop or a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,8 @@ pub enum CoreError {
     Internal(&'static str),
     /// The browser's own error answer, relayed as it came.
     Browser(ErrorBody),
+    /// A policy refused the start or the call (docs/policy.md).
+    Policy(PolicyDenial),
 }
 
 /// Which session quota was full.
@@ -111,6 +114,7 @@ impl CoreError {
             CoreError::Token(TokenEnd::Expired) => ErrorCode::TokenExpired,
             CoreError::Internal(_) => ErrorCode::Internal,
             CoreError::Browser(body) => body.code,
+            CoreError::Policy(_) => ErrorCode::PermissionDenied,
         }
     }
 
@@ -125,6 +129,7 @@ impl CoreError {
             CoreError::SessionCap(SessionCap::PerToken(_)) => Some("sessions_per_token"),
             CoreError::CallsInFlight => Some("calls_in_flight"),
             CoreError::OutboxFull => Some("outbox_full"),
+            CoreError::Policy(denial) => Some(denial.reason.as_str()),
             _ => None,
         }
     }
@@ -179,6 +184,7 @@ impl CoreError {
                 None,
             ),
             CoreError::Internal(what) => (what.into(), None),
+            CoreError::Policy(denial) => (denial.message, Some(denial.data.into())),
         };
         let data = match (data, reason) {
             (Some(serde_json::Value::Object(mut map)), Some(reason)) => {
@@ -259,7 +265,9 @@ mod tests {
             CoreError::SessionCap(SessionCap::PerDevice(1)),
             CoreError::SessionCap(SessionCap::PerToken(1)),
         ];
-        for e in all {
+        let denials = latchkey_protocol::policy::PolicyReason::ALL
+            .map(|r| CoreError::Policy(PolicyDenial::new(r, "refused", &[])));
+        for e in all.into_iter().chain(denials) {
             let row = format!("| `{}` | `{}` |", e.code(), e.reason().expect("reason"));
             assert!(doc.contains(&row), "docs/error-codes.md lacks {row}");
         }

@@ -21,6 +21,7 @@ mod core_testing;
 pub mod devices;
 pub mod extension;
 pub(crate) mod failpoint;
+pub(crate) mod policy;
 pub mod rate_limits;
 pub(crate) mod sessions;
 pub(crate) mod socket;

@@ -15,21 +15,6 @@ use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-/// A member token for `member_id`, as an admin makes it.
-async fn member_token(admin: &AdminClient, member_id: &str) -> String {
-    let (status, body) = admin
-        .raw(
-            Method::POST,
-            "/v1/admin/tokens",
-            Some(json!({"name": "own", "role": "member", "member_id": member_id})),
-        )
-        .await
-        .expect("token");
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(body["role"], "member");
-    body["token"].as_str().expect("secret").to_string()
-}
-
 async fn ok<T: serde::de::DeserializeOwned>(
     client: &AdminClient,
     method: Method,
@@ -52,7 +37,7 @@ async fn a_person_manages_their_own_browsers_and_nothing_else(backend: Backend) 
         .add_member("Bob", "bob@example.com")
         .await
         .expect("bob");
-    let as_alice = server.admin_with(&member_token(&admin, &alice.id).await);
+    let as_alice = server.admin_with(&admin.member_token(&alice.id).await.expect("token"));
 
     let me: MemberView = ok(&as_alice, Method::GET, "/v1/me", None).await;
     assert_eq!(me.id, alice.id);

@@ -145,6 +145,15 @@ impl AdminClient {
             .await
     }
 
+    /// A member token of `member_id` (their own credential, docs/people.md): its secret.
+    pub async fn member_token(&self, member_id: &str) -> anyhow::Result<String> {
+        let body = serde_json::json!({"name": "own", "role": "member", "member_id": member_id});
+        let created: TokenCreated = self
+            .ok(Method::POST, "/v1/admin/tokens", Some(body))
+            .await?;
+        Ok(created.token)
+    }
+
     /// `DELETE /v1/admin/tokens/{id}`: status and body.
     pub async fn revoke_token(&self, id: &str) -> anyhow::Result<(u16, Value)> {
         self.raw(Method::DELETE, &format!("/v1/admin/tokens/{id}"), None)

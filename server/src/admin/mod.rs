@@ -10,6 +10,7 @@ mod devices;
 mod me;
 mod members;
 mod pairings;
+mod policies;
 mod tokens;
 
 use axum::Router;
@@ -29,6 +30,14 @@ pub fn routes() -> Router<AppState> {
                 .patch(devices::rename)
                 .delete(devices::revoke),
         )
+        .route(
+            "/v1/admin/devices/{id}/policy",
+            get(policies::get_device).put(policies::put_device),
+        )
+        .route(
+            "/v1/admin/policy",
+            get(policies::get_team).put(policies::put_team),
+        )
         .route("/v1/admin/tokens", post(tokens::create).get(tokens::list))
         .route("/v1/admin/tokens/{id}", delete(tokens::revoke))
         .route("/v1/admin/audit", get(audit_log::list))
@@ -40,6 +49,10 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/me", get(me::whoami))
         .route("/v1/me/devices", get(me::devices))
         .route("/v1/me/devices/{id}", delete(me::revoke))
+        .route(
+            "/v1/me/devices/{id}/policy",
+            get(policies::get_mine).put(policies::put_mine),
+        )
         .route("/v1/me/pairings", post(me::pair))
 }
 

@@ -70,8 +70,11 @@ async fn browser_request(device: &mut ChannelPeer, method: &str) -> RequestFrame
 
 /// Start a session through the agent socket; its id.
 async fn start_session(agent: &mut ChannelPeer, device: &mut ChannelPeer) -> String {
+    // The start reads the browser's policy from the store first.
+    let still = hold_time();
     ask(agent, "s1", "session.start", json!({})).await;
     let start = browser_request(device, SESSION_START).await;
+    drop(still);
     let result = json!({ "agent_window_id": 7 });
     send(
         device,

@@ -288,6 +288,19 @@ async fn run_call(
     // anything reaches the browser (docs/protocol.md, "Tools").
     latchkey_protocol::tools::validate(&call.method, &call.params)
         .map_err(|e| CoreError::invalid_field(&e.field, e.message))?;
+    // The session's policy, in memory: no store read on the call path.
+    if let Err(denial) = crate::policy::check_call(&session.policy(), &call.method, &call.params) {
+        telemetry::refused("policy");
+        crate::policy::audit_denial(
+            state,
+            &session.tenant_id,
+            session.actor.clone(),
+            format!("session:{}", session.id),
+            &denial,
+        )
+        .await;
+        return Err(CoreError::Policy(denial));
+    }
     if latchkey_protocol::tools::tool_named(&call.method).is_some_and(|t| t.gateway_local) {
         return wait_ms(&call.params, session).await;
     }

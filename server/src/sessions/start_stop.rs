@@ -16,8 +16,13 @@ use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
 use crate::core::Core;
 use crate::core_error::CoreError;
+use crate::policy;
 use crate::sessions::calls::{forward, send};
-use crate::sessions::table::{Abort, Session, end_session};
+use crate::sessions::table::{Abort, Opener, Session, end_session};
+use latchkey_protocol::policy::EffectivePolicy;
+
+/// The `session_ended` reason of a session that reached its policy's time limit.
+pub const TIME_LIMIT: &str = "time_limit";
 
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
@@ -40,6 +45,31 @@ fn choose_device(
             _ => Err(CoreError::MultipleBrowsersOnline(online)),
         },
     }
+}
+
+/// The policy a session of `principal` on `device_id` runs under, if it lets
+/// the session start at all (docs/policy.md); a refusal is audited.
+async fn admitted_by_policy(
+    state: &Core,
+    principal: &Principal,
+    device_id: &str,
+) -> Result<Arc<EffectivePolicy>, CoreError> {
+    let policy = policy::effective(state, &principal.tenant_id, device_id)
+        .await?
+        .ok_or(CoreError::BrowserNotOnline)?;
+    if let Err(denial) = policy::check_start(&policy, &principal.token_id) {
+        crate::telemetry::metrics::refused("policy");
+        policy::audit_denial(
+            state,
+            &principal.tenant_id,
+            principal.actor(),
+            format!("device:{device_id}"),
+            &denial,
+        )
+        .await;
+        return Err(CoreError::Policy(denial));
+    }
+    Ok(Arc::new(policy))
 }
 
 /// Open an Agent Window on a device. On a timeout the start is cancelled, and a late
@@ -99,13 +129,19 @@ async fn start_session(
         .registry
         .link(&device_id)
         .ok_or(CoreError::BrowserNotOnline)?;
+    let epoch = state.sessions.policy_epoch();
+    let policy = admitted_by_policy(state, principal, &device_id).await?;
     let session = Session::new(
         secret::random_hex(16),
         &principal.tenant_id,
         &device_id,
-        &principal.token_id,
-        principal.lease.clone(),
+        Opener {
+            token_id: principal.token_id.clone(),
+            actor: principal.actor(),
+            lease: principal.lease.clone(),
+        },
         state.clock.now_ms(),
+        policy,
     );
     let busy = session.begin(SESSION_START, state.clock.now_ms())?;
     let limits = &state.config.limits;
@@ -120,15 +156,22 @@ async fn start_session(
             crate::telemetry::metrics::refused("session_cap");
             CoreError::SessionCap(cap)
         })?;
+    // A policy written since it was read may not have seen this session: read
+    // it again (sessions::table::SessionTable, `policy_epoch`).
+    if state.sessions.policy_epoch() != epoch {
+        match admitted_by_policy(state, principal, &device_id).await {
+            Ok(policy) => session.set_policy(policy),
+            Err(e) => {
+                state.sessions.remove(&session.id);
+                session.end();
+                return Err(e);
+            }
+        }
+    }
     // From here on the session ends with its token, whatever else happens, and
     // its end is audited.
     let (started, started_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(watch_session(
-        state.clone(),
-        session.clone(),
-        principal.actor(),
-        started_rx,
-    ));
+    tokio::spawn(watch_session(state.clone(), session.clone(), started_rx));
     let mut params = Map::new();
     params.insert("session_id".into(), Value::String(session.id.clone()));
     if let (Some(w), Some(h)) = (req.width, req.height) {
@@ -293,17 +336,25 @@ async fn stop_session(
 /// `token_expired`, and the Agent Window is closed in the browser. It also keeps
 /// the session's audit rows, in order and off the agent's path: `session.start`
 /// once the start has succeeded (`started`; dropped unsent when it failed), and
-/// `session.end` with its reason however the session ends. Both are under `actor`,
+/// `session.end` with its reason however the session ends. Both are under the
 /// the token that opened it.
 pub async fn watch_session(
     state: Core,
     session: Arc<Session>,
-    actor: String,
     mut started: tokio::sync::oneshot::Receiver<()>,
 ) {
     let mut waiting_for_start = true;
     let mut recorded_start = false;
+    let mut policy_changes = session.policy_changes();
+    let mut clock_jumps = state.clock.changed();
     loop {
+        // The policy's time limit, counted from the start; re-planned whenever
+        // the policy is replaced or the clock jumps.
+        let limit = session.policy().max_session_minutes.value.map(|m| {
+            state
+                .clock
+                .until(session.created_at + i64::from(m) * 60_000)
+        });
         tokio::select! {
             // A start that succeeded is recorded before anything after it.
             biased;
@@ -311,19 +362,25 @@ pub async fn watch_session(
                 waiting_for_start = false;
                 if outcome.is_ok() {
                     let detail = format!("device:{}", session.device_id);
-                    audit_session(&state, &session, actor.clone(), action::SESSION_START, detail).await;
+                    audit_session(&state, &session, action::SESSION_START, detail).await;
                     recorded_start = true;
                 }
             }
             end = session.lease.ended() => {
-                end_for_token(&state, &session, end).await;
+                end_for_token(&state, &session, end);
                 break;
             }
             _ = session.ended() => break,
+            Ok(()) = policy_changes.changed() => {}
+            Ok(()) = clock_jumps.changed() => {}
+            _ = tokio::time::sleep(limit.unwrap_or_default()), if limit.is_some() => {
+                tracing::info!(session = %session.id, "session reached its policy's time limit");
+                end_now(&state, &session, TIME_LIMIT, Abort::SessionEnding);
+            }
         }
     }
     if recorded_start && let Some(reason) = session.end_reason() {
-        audit_session(&state, &session, actor, action::SESSION_END, reason).await;
+        audit_session(&state, &session, action::SESSION_END, reason).await;
     }
 }
 
@@ -331,7 +388,6 @@ pub async fn watch_session(
 pub(crate) async fn audit_session(
     state: &Core,
     session: &Session,
-    actor: String,
     what: &'static str,
     detail: String,
 ) {
@@ -341,7 +397,7 @@ pub(crate) async fn audit_session(
             Priority::Background,
             Event {
                 tenant_id: &session.tenant_id,
-                actor,
+                actor: session.actor.clone(),
                 action: what,
                 target: format!("session:{}", session.id),
                 outcome: "ok",
@@ -351,15 +407,24 @@ pub(crate) async fn audit_session(
         .await;
 }
 
-async fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
-    // Nobody may use it from now on: gone from the table, ended for its listeners,
-    // its call in flight answered with the token's code.
+fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
+    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = end.reason(), "session ended with its token");
+    end_now(state, session, end.reason(), Abort::Token(end));
+}
+
+/// End `session` at once for `reason`: nobody may use it from now on (gone from
+/// the table, ended for its listeners, its call in flight answered as `why`
+/// says); then, in the background, the browser closes its Agent Window and
+/// gives borrowed tabs back.
+pub(crate) fn end_now(state: &Core, session: &Arc<Session>, reason: &str, why: Abort) {
     session.set_stopping(true);
     state.sessions.remove(&session.id);
-    end_session(session, end.reason(), Abort::Token(end));
-    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = end.reason(), "session ended with its token");
-    // The aborted call holds the session for at most its cancel grace; then the
-    // browser closes the window (and gives borrowed tabs back).
+    end_session(session, reason, why);
+    tokio::spawn(close_window(state.clone(), session.clone()));
+}
+
+async fn close_window(state: Core, session: Arc<Session>) {
+    // The aborted call holds the session for at most its cancel grace.
     session
         .wait_idle(Duration::from_millis(CANCEL_GRACE_MS * 2))
         .await;
@@ -377,11 +442,11 @@ async fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
                 .and_then(Value::as_array)
                 .is_some_and(|f| !f.is_empty())
             {
-                tracing::warn!(session = %session.id, "tabs the browser could not return stay in the window of a session whose token ended");
+                tracing::warn!(session = %session.id, "tabs the browser could not return stay in the window of an ended session");
             }
         }
         Err(e) => {
-            tracing::warn!(session = %session.id, code = %e.code(), "closing the window of a session whose token ended failed")
+            tracing::warn!(session = %session.id, code = %e.code(), "closing the window of an ended session failed")
         }
     }
 }

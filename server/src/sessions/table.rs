@@ -3,10 +3,12 @@
 //! is refused with `session_busy`); sessions run in parallel.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use latchkey_protocol::agent::{SessionEvent, SessionView};
 use latchkey_protocol::effect;
+use latchkey_protocol::policy::EffectivePolicy;
 use latchkey_protocol::tools::tool_named;
 use std::time::Duration;
 
@@ -32,6 +34,27 @@ pub enum Abort {
     Token(TokenEnd),
 }
 
+/// The token that opens a session, as the session keeps it.
+#[derive(Debug, Clone)]
+pub struct Opener {
+    pub token_id: String,
+    /// `token:<name>`, for the audit trail.
+    pub actor: String,
+    pub lease: TokenLease,
+}
+
+impl Opener {
+    /// A test's opener: a token nobody revokes.
+    #[cfg(test)]
+    pub fn unwatched(token_id: &str) -> Self {
+        Self {
+            token_id: token_id.to_string(),
+            actor: crate::audit::token_actor(token_id),
+            lease: TokenLease::unwatched(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Session {
     pub id: String,
@@ -39,6 +62,8 @@ pub struct Session {
     pub device_id: String,
     /// The agent token that opened it; other tokens see `not_found`.
     pub token_id: String,
+    /// The opening token as the audit trail names it (`token:<name>`).
+    pub actor: String,
     pub created_at: i64,
     /// The opening token's lease: the session ends when the token is revoked or
     /// expires (`start_stop::watch_session`).
@@ -50,6 +75,9 @@ pub struct Session {
     abort: watch::Sender<Option<Abort>>,
     /// Woken whenever the session stops being busy.
     idle: Notify,
+    /// The policy it runs under (docs/policy.md), replaced when one is written
+    /// while it runs; its watcher re-plans the time limit on each change.
+    policy: watch::Sender<Arc<EffectivePolicy>>,
 }
 
 #[derive(Debug, Default)]
@@ -72,19 +100,21 @@ impl Session {
         id: String,
         tenant_id: &str,
         device_id: &str,
-        token_id: &str,
-        lease: TokenLease,
+        opener: Opener,
         now: i64,
+        policy: Arc<EffectivePolicy>,
     ) -> Arc<Self> {
         let (events, _) = broadcast::channel(64);
         let (abort, _) = watch::channel(None);
+        let (policy, _) = watch::channel(policy);
         Arc::new(Self {
             id,
             tenant_id: tenant_id.to_string(),
             device_id: device_id.to_string(),
-            token_id: token_id.to_string(),
+            token_id: opener.token_id,
+            actor: opener.actor,
             created_at: now,
-            lease,
+            lease: opener.lease,
             ended: CancellationToken::new(),
             state: Mutex::new(SessionState {
                 last_activity: now,
@@ -93,7 +123,23 @@ impl Session {
             events,
             abort,
             idle: Notify::new(),
+            policy,
         })
+    }
+
+    /// The policy the session runs under now.
+    pub fn policy(&self) -> Arc<EffectivePolicy> {
+        self.policy.borrow().clone()
+    }
+
+    /// Put the session under `policy` from its next call on.
+    pub fn set_policy(&self, policy: Arc<EffectivePolicy>) {
+        self.policy.send_replace(policy);
+    }
+
+    /// Fires whenever the session's policy is replaced.
+    pub fn policy_changes(&self) -> watch::Receiver<Arc<EffectivePolicy>> {
+        self.policy.subscribe()
     }
 
     fn state(&self) -> MutexGuard<'_, SessionState> {
@@ -262,11 +308,26 @@ impl Drop for BusyGuard {
 #[derive(Debug, Clone, Default)]
 pub struct SessionTable {
     inner: Arc<Mutex<HashMap<String, Arc<Session>>>>,
+    /// Moved on by every policy write before it looks for the sessions to
+    /// update, and read by a start before it reads the policy: a start that
+    /// finds it moved by the time it is in the table reads the policy again, so
+    /// no session keeps a policy read before a write it missed.
+    policy_epoch: Arc<AtomicU64>,
 }
 
 impl SessionTable {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where policy writes are (see the field).
+    pub fn policy_epoch(&self) -> u64 {
+        self.policy_epoch.load(Ordering::SeqCst)
+    }
+
+    /// A policy was written: sessions listed from now on are updated by the writer.
+    pub fn policy_written(&self) {
+        self.policy_epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Add `session` unless its device already has `per_device` sessions open or its
@@ -392,71 +453,5 @@ pub fn end_session(session: &Session, reason: &str, why: Abort) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn busy_gate_and_exemption() {
-        let s = Session::new("s1".into(), "t", "d", "tok", TokenLease::unwatched(), 0);
-        let first = s.begin("tool.click", 1).expect("first call");
-        let busy = s
-            .begin("tool.snapshot", 2)
-            .expect_err("second call refused");
-        assert_eq!(busy, CoreError::SessionBusy);
-        let exempt = s
-            .begin("tool.record_stop", 3)
-            .expect("record_stop skips the lock");
-        drop(exempt);
-        assert!(s.is_busy(), "the exempt call does not free the lock");
-        drop(first);
-        assert!(!s.is_busy());
-
-        s.arm_marker();
-        s.begin("tool.snapshot", 4)
-            .expect("passive reads pass the gate");
-        let gated = s.begin("tool.click", 5).expect_err("gated");
-        assert_eq!(gated, CoreError::UserInterrupted);
-        s.begin("tool.click", 6).expect("the marker is single use");
-    }
-
-    fn session(id: &str, tenant: &str, device: &str, token: &str) -> Arc<Session> {
-        Session::new(id.into(), tenant, device, token, TokenLease::unwatched(), 0)
-    }
-
-    #[test]
-    fn caps_hold_per_device_and_per_token() {
-        let t = SessionTable::default();
-        t.try_insert(session("a", "t", "d1", "k1"), 2, 3)
-            .expect("first");
-        t.try_insert(session("b", "t", "d1", "k2"), 2, 3)
-            .expect("second on d1");
-        assert_eq!(
-            t.try_insert(session("c", "t", "d1", "k3"), 2, 3),
-            Err(SessionCap::PerDevice(2))
-        );
-        t.try_insert(session("d", "t", "d2", "k1"), 2, 3)
-            .expect("k1's second");
-        t.try_insert(session("e", "t", "d3", "k1"), 2, 3)
-            .expect("k1's third");
-        assert_eq!(
-            t.try_insert(session("f", "t", "d4", "k1"), 2, 3),
-            Err(SessionCap::PerToken(3))
-        );
-        // The same token id in another tenant is another token.
-        t.try_insert(session("g", "u", "d5", "k1"), 2, 3)
-            .expect("other tenant");
-    }
-
-    #[test]
-    fn ownership_is_tenant_and_token() {
-        let t = SessionTable::default();
-        t.try_insert(session("s1", "ta", "d", "tok-a"), 8, 16)
-            .expect("insert");
-        assert!(t.get_owned("ta", "tok-a", "s1").is_some());
-        assert!(t.get_owned("ta", "tok-b", "s1").is_none());
-        assert!(t.get_owned("tb", "tok-a", "s1").is_none());
-        assert!(t.get_on_device("other", "s1").is_none());
-        assert_eq!(t.purge_device("d", "browser gone"), 1);
-        assert!(t.get_owned("ta", "tok-a", "s1").is_none());
-    }
-}
+#[path = "table_tests.rs"]
+mod tests;

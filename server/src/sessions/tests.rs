@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::auth::principal::Principal;
 use crate::auth::token_watch::TokenLease;
 use crate::core_error::CoreError;
-use crate::core_testing::{Harness, harness, next_frame, send};
+use crate::core_testing::{Harness, harness, hold_time, next_frame, send};
 use crate::sessions::calls::{ToolCall, call};
 use crate::sessions::start_stop::{start, stop};
 use crate::sessions::table::Session;
@@ -48,9 +48,12 @@ async fn answer(peer: &mut ChannelPeer, id: String, result: Value) {
 async fn started(h: &Harness, peer: &mut ChannelPeer) -> Arc<Session> {
     let core = h.core.clone();
     let principal = agent(h);
+    // The start reads the browser's policy from the store first.
+    let still = hold_time();
     let pending =
         tokio::spawn(async move { start(&core, &principal, StartSessionRequest::default()).await });
     let request = request(peer, SESSION_START).await;
+    drop(still);
     answer(peer, request.id, json!({ "agent_window_id": 7 })).await;
     pending.await.expect("join").expect("started")
 }
@@ -94,9 +97,11 @@ async fn a_start_past_its_deadline_is_cancelled_and_a_late_window_is_closed_agai
     let (_task, mut peer) = h.online().await;
     let core = h.core.clone();
     let principal = agent(&h);
+    let still = hold_time();
     let pending =
         tokio::spawn(async move { start(&core, &principal, StartSessionRequest::default()).await });
     let start_request = request(&mut peer, SESSION_START).await;
+    drop(still);
     // No answer within the deadline: cancelled on the device.
     let cancel = request(&mut peer, methods::CANCEL).await;
     assert_eq!(

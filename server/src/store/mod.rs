@@ -12,6 +12,7 @@
 mod error;
 pub(crate) mod group_commit;
 mod members;
+mod policies;
 mod postgres;
 mod records;
 mod sql;
@@ -25,6 +26,7 @@ use async_trait::async_trait;
 
 pub use error::StoreError;
 pub use members::MemberStore;
+pub use policies::{PolicyRows, PolicyStore};
 
 /// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
 pub const GRANT_BATCH: usize = 500;
@@ -151,7 +153,7 @@ impl DeviceSeen {
 }
 
 #[async_trait]
-pub trait Store: MemberStore + Send + Sync + 'static {
+pub trait Store: MemberStore + PolicyStore + Send + Sync + 'static {
     /// Which backend this is, for logs and `check-config`.
     fn backend(&self) -> &'static str;
 

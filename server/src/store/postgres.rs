@@ -10,6 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
 use super::members::{impl_sql_members, member_columns};
+use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 use super::sql_pairings::impl_sql_pairings;
@@ -66,5 +67,6 @@ impl PostgresStore {
 
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
+impl_sql_policies!(PostgresStore);
 impl_sql_pairings!(PostgresStore);
 impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

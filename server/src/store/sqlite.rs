@@ -10,6 +10,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
 use super::members::{impl_sql_members, member_columns};
+use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 use super::sql_pairings::impl_sql_pairings;
@@ -112,5 +113,6 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
+impl_sql_policies!(SqliteStore);
 impl_sql_pairings!(SqliteStore);
 impl_sql_store!(SqliteStore, "sqlite", MIGRATOR);

@@ -255,3 +255,41 @@ impl MemberStore for TimedStore {
         )
     }
 }
+
+#[async_trait]
+impl PolicyStore for TimedStore {
+    async fn team_policy(&self, tenant_id: &str) -> Result<Option<String>, StoreError> {
+        timed!("team_policy", self.inner.team_policy(tenant_id))
+    }
+    async fn set_team_policy(
+        &self,
+        tenant_id: &str,
+        policy: Option<&str>,
+    ) -> Result<(), StoreError> {
+        timed!(
+            "set_team_policy",
+            self.inner.set_team_policy(tenant_id, policy)
+        )
+    }
+    async fn device_policies(
+        &self,
+        tenant_id: &str,
+        device_id: &str,
+    ) -> Result<Option<PolicyRows>, StoreError> {
+        timed!(
+            "device_policies",
+            self.inner.device_policies(tenant_id, device_id)
+        )
+    }
+    async fn set_device_policy(
+        &self,
+        tenant_id: &str,
+        device_id: &str,
+        policy: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        timed!(
+            "set_device_policy",
+            self.inner.set_device_policy(tenant_id, device_id, policy)
+        )
+    }
+}
