@@ -65,6 +65,9 @@ pub enum Command {
     /// browsers, a pairing link for one, revoking one.
     #[command(subcommand)]
     Me(MeCommand),
+    /// Delegation tokens: mint a narrower one from yours, list, revoke.
+    #[command(subcommand)]
+    Token(crate::delegations::TokenCommand),
     /// List the team's browsers and whether they are online.
     Browsers,
     /// The tool catalogue: every method, its effect, deadline and purpose (`--json`:

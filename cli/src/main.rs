@@ -7,6 +7,7 @@ mod admin;
 mod args;
 mod catalogue;
 mod client;
+mod delegations;
 mod error;
 mod members;
 mod output;
@@ -141,6 +142,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Admin(cmd) => admin::run(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Me(cmd) => members::run_me(&connect(&cli.global)?, cmd, cli.global.json).await,
+        Command::Token(cmd) => delegations::run(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Browsers => tools::browsers(&connect(&cli.global)?, cli.global.json).await,
         Command::Tools => catalogue::list(cli.global.json),
         Command::Session(cmd) => tools::session(&connect(&cli.global)?, cmd, cli.global.json).await,

@@ -35,6 +35,9 @@ pub struct LatencyReport {
     /// one, in the same rounds (`agent_socket` is the policed browser's).
     #[serde(default)]
     pub unpoliced: Option<Summary>,
+    /// Under `--delegation`: the HTTP calls made with a delegation token.
+    #[serde(default)]
+    pub http_delegated: Option<Summary>,
     pub socket_p50_ratio: f64,
     pub socket_p99_ratio: f64,
 }
@@ -90,7 +93,7 @@ async fn time_socket(
 /// drift in the machine's speed hits all of them alike.
 const ROUNDS: usize = 10;
 
-pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
+pub async fn run(calls: usize, policy: bool, delegation: bool) -> anyhow::Result<LatencyReport> {
     // Under a policy every call is a navigation it checks, on both servers alike.
     let kind = if policy {
         CallKind::Navigate
@@ -136,6 +139,25 @@ pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
         unpoliced_session = Some(agent.start(Some(&other)).await?.id);
         _second = Some(browser);
     }
+    // Under `--delegation`, the HTTP calls are also made with a delegation token
+    // for the same session, in the same rounds: what verifying one costs a call.
+    let delegated = if delegation {
+        let body = json!({ "ttl_secs": 3600, "session_id": session.id });
+        let r = agent
+            .request(
+                latchkey_testkit::reqwest::Method::POST,
+                "/v1/delegations",
+                Some(&body),
+            )
+            .await?;
+        if r.status != 201 {
+            bail!("minting a delegation: {:?}", r.body);
+        }
+        let jwt = r.body["token"].as_str().context("no token")?.to_string();
+        Some(server.agent(&jwt))
+    } else {
+        None
+    };
     let mut req = format!("ws://{}/v1/agent", server.addr()).into_client_request()?;
     req.headers_mut()
         .insert("authorization", format!("Bearer {}", agent.token).parse()?);
@@ -143,6 +165,7 @@ pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
 
     let (mut relay, mut socket, mut http) = (Vec::new(), Vec::new(), Vec::new());
     let mut unpoliced = Vec::new();
+    let mut http_delegated = Vec::new();
     for _ in 0..ROUNDS {
         relay.extend(time_socket(&mut relay_agent, per_round, warmup, None, kind).await?);
         socket
@@ -163,13 +186,33 @@ pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
                 http.push(start.elapsed());
             }
         }
+        if let Some(sub) = &delegated {
+            for i in 0..per_round + warmup {
+                let mut params = extra.clone();
+                params["pad"] = json!(pad());
+                let start = Instant::now();
+                let r = sub.call(&session.id, method, params).await?;
+                if !r.is_ok() {
+                    bail!("delegated HTTP call failed: {:?}", r.body);
+                }
+                if i >= warmup {
+                    http_delegated.push(start.elapsed());
+                }
+            }
+        }
     }
     server.stop().await;
 
     let (relay, agent_socket, http) = (summarize(relay), summarize(socket), summarize(http));
     let unpoliced = policy.then(|| summarize(unpoliced));
+    let http_delegated = delegation.then(|| summarize(http_delegated));
     Ok(LatencyReport {
-        scenario: if policy { "latency-policy" } else { "latency" }.to_string(),
+        scenario: match (policy, delegation) {
+            (true, _) => "latency-policy",
+            (false, true) => "latency-delegation",
+            (false, false) => "latency",
+        }
+        .to_string(),
         calls_kind: kind,
         machine: Some(crate::procfs::machine()),
         calls: per_round * ROUNDS,
@@ -180,6 +223,7 @@ pub async fn run(calls: usize, policy: bool) -> anyhow::Result<LatencyReport> {
         agent_socket,
         http,
         unpoliced,
+        http_delegated,
     })
 }
 
@@ -198,6 +242,15 @@ pub fn print(r: &LatencyReport) {
             ms(s.p50_us),
             ms(s.p99_us),
             ms(s.p999_us)
+        );
+    }
+    if let Some(d) = &r.http_delegated {
+        println!(
+            "{:<19} {:<9} {:<9} {}",
+            "  … delegation",
+            ms(d.p50_us),
+            ms(d.p99_us),
+            ms(d.p999_us)
         );
     }
     if let Some(u) = &r.unpoliced {

@@ -69,6 +69,9 @@ enum Scenario {
         /// Navigations under a 20-pattern policy instead of echoes (docs/policy.md).
         #[arg(long)]
         policy: bool,
+        /// Also make the HTTP calls with a delegation token (docs/delegation.md).
+        #[arg(long)]
+        delegation: bool,
         #[command(flatten)]
         out: Out,
     },
@@ -212,8 +215,13 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             idle::print(&r);
             save(&out.out, "idle", &r)
         }
-        Scenario::Latency { calls, policy, out } => {
-            let r = latency::run(calls, policy).await?;
+        Scenario::Latency {
+            calls,
+            policy,
+            delegation,
+            out,
+        } => {
+            let r = latency::run(calls, policy, delegation).await?;
             latency::print(&r);
             save(&out.out, &r.scenario, &r)
         }
@@ -291,7 +299,7 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = idle::run(200, 2, 1.0).await?;
     idle::print(&r);
     save(out, "idle", &r)?;
-    let r = latency::run(200, false).await?;
+    let r = latency::run(200, false, true).await?;
     latency::print(&r);
     save(out, "latency", &r)?;
     let r = throughput::run(&[1, 16], 1.0, 500, 150, false).await?;

@@ -3,4 +3,4 @@
 /**
  * Where a limit was set.
  */
-export type Layer = "team" | "device";
+export type Layer = "team" | "device" | "delegation";

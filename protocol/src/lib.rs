@@ -9,6 +9,7 @@ pub mod agent;
 pub mod api;
 pub mod authorize;
 pub mod close_code;
+pub mod delegation;
 pub mod effect;
 pub mod error_code;
 pub mod frame;

@@ -46,6 +46,8 @@ pub struct AppState {
     pub(crate) public_base: Arc<str>,
     /// Every connection task, so shutdown can wait for them.
     pub(crate) tasks: TaskTracker,
+    /// The keys delegation tokens are signed and verified with (docs/delegation.md).
+    pub(crate) signing_keys: crate::delegation::keys::SigningKeys,
 }
 
 impl std::ops::Deref for AppState {
@@ -83,6 +85,7 @@ impl AppState {
             agent_sockets: crate::agent::socket_slots::AgentSocketCounter::default(),
             public_base,
             tasks: TaskTracker::new(),
+            signing_keys: crate::delegation::keys::SigningKeys::default(),
             core,
         }
     }
@@ -105,6 +108,18 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::extension::routes())
         .merge(crate::admin::routes())
         .merge(crate::agent::routes())
+        .route(
+            "/v1/delegations",
+            axum::routing::post(crate::delegation::mint::create).get(crate::delegation::mint::list),
+        )
+        .route(
+            "/v1/delegations/{id}",
+            axum::routing::delete(crate::delegation::mint::revoke),
+        )
+        .route(
+            "/.well-known/jwks.json",
+            axum::routing::get(crate::delegation::mint::jwks),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(fallback)

@@ -37,6 +37,8 @@ pub mod action {
     pub const SESSION_END: &str = "session.end";
     pub const POLICY_SET: &str = "policy.set";
     pub const POLICY_DENY: &str = "policy.deny";
+    pub const DELEGATION_CREATE: &str = "delegation.create";
+    pub const DELEGATION_REVOKE: &str = "delegation.revoke";
 }
 
 #[derive(Clone)]

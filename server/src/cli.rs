@@ -36,6 +36,10 @@ pub enum Command {
     /// Operator commands on tenants (run against the same store as the server).
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// Start signing delegation tokens with a new key (docs/delegation.md). Tokens
+    /// signed with the old one stay valid until they expire; running nodes pick
+    /// the new key up within a minute.
+    RotateSigningKey,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,6 +197,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let store = open_store(&config).await?;
             store.migrate().await?;
             println!("migrations applied ({})", store.backend());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::RotateSigningKey => {
+            let store = open_store(&config).await?;
+            store.migrate().await?;
+            let key = crate::delegation::keys::generate(Clock::system().now_ms())?;
+            store.rotate_signing_key(&key).await?;
+            println!("signing with key {} from now on", key.kid);
             Ok(ExitCode::SUCCESS)
         }
         Command::Tenant(cmd) => {

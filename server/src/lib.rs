@@ -18,8 +18,11 @@ pub(crate) mod core;
 pub(crate) mod core_error;
 #[cfg(test)]
 mod core_testing;
+pub(crate) mod delegation;
 pub mod devices;
 pub mod extension;
+/// Signing-key generation, for the operator's rotation and for tests.
+pub use delegation::keys as delegation_keys;
 pub(crate) mod failpoint;
 pub(crate) mod policy;
 pub mod rate_limits;
@@ -245,6 +248,10 @@ pub async fn bind_with_routes(
         state.core.clone(),
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),
+    ));
+    state.tasks.spawn(delegation::keys::keep_fresh(
+        state.signing_keys.clone(),
+        state.core.clone(),
     ));
     let app = app::router(state.clone(), extra_routes);
     let accept = tokio::spawn(transport::listener::accept_loop(

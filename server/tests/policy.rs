@@ -269,19 +269,10 @@ async fn who_may_start_and_consent_reach_running_sessions(backend: Backend) {
 
     // Each decision is in the audit trail.
     let audited = wait_until(DEADLINE, || async {
-        let trail = get(&admin, "/v1/admin/audit?limit=100").await;
-        let actions: Vec<String> = trail["events"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|e| {
-                format!(
-                    "{} {}",
-                    e["action"].as_str().unwrap_or(""),
-                    e["detail"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
+        let actions = admin
+            .audit_lines(100, &["action", "detail"])
+            .await
+            .expect("audit");
         [
             "policy.set agents:1",
             "policy.set consent:deny",

@@ -145,6 +145,29 @@ impl AdminClient {
             .await
     }
 
+    /// The team's newest `limit` audit rows, each as its `fields` joined by spaces
+    /// (`["action", "detail"]` → `"policy.set consent:deny"`).
+    pub async fn audit_lines(&self, limit: u32, fields: &[&str]) -> anyhow::Result<Vec<String>> {
+        let (status, body) = self
+            .raw(Method::GET, &format!("/v1/admin/audit?limit={limit}"), None)
+            .await?;
+        if status != 200 {
+            bail!("audit: HTTP {status}: {body}");
+        }
+        Ok(body["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                fields
+                    .iter()
+                    .map(|f| e[*f].as_str().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect())
+    }
+
     /// A member token of `member_id` (their own credential, docs/people.md): its secret.
     pub async fn member_token(&self, member_id: &str) -> anyhow::Result<String> {
         let body = serde_json::json!({"name": "own", "role": "member", "member_id": member_id});

@@ -14,6 +14,8 @@ pub enum Layer {
     Team,
     /// The browser's own, set by its owner or an admin.
     Device,
+    /// The delegation token the agent acts with (docs/delegation.md).
+    Delegation,
 }
 
 impl Layer {
@@ -21,6 +23,7 @@ impl Layer {
         match self {
             Layer::Team => "team",
             Layer::Device => "device",
+            Layer::Delegation => "delegation",
         }
     }
 }

@@ -103,16 +103,22 @@ pub enum PolicyReason {
     /// The URL's scheme is not among the policy's `schemes`, or it is not an
     /// absolute URL.
     SchemeNotAllowed,
+    /// The browser is not among those the caller's delegation names.
+    BrowserNotDelegated,
+    /// The caller's delegation acts in one session and starts none.
+    SessionNotDelegated,
 }
 
 impl PolicyReason {
-    pub const ALL: [PolicyReason; 6] = [
+    pub const ALL: [PolicyReason; 8] = [
         Self::AgentNotAllowed,
         Self::ConsentDenied,
         Self::CapabilityNotGranted,
         Self::SiteBlocked,
         Self::SiteNotAllowed,
         Self::SchemeNotAllowed,
+        Self::BrowserNotDelegated,
+        Self::SessionNotDelegated,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -123,6 +129,8 @@ impl PolicyReason {
             Self::SiteBlocked => "site_blocked",
             Self::SiteNotAllowed => "site_not_allowed",
             Self::SchemeNotAllowed => "scheme_not_allowed",
+            Self::BrowserNotDelegated => "browser_not_delegated",
+            Self::SessionNotDelegated => "session_not_delegated",
         }
     }
 }

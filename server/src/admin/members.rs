@@ -168,6 +168,7 @@ pub async fn remove(
     }
     for token in &removed.token_ids {
         state.tokens.end(token, TokenEnd::Revoked);
+        crate::delegation::mint::end_under_token(&state, &p.tenant_id, token).await;
     }
     tracing::info!(
         tenant = %p.tenant_id,

@@ -168,6 +168,7 @@ pub async fn revoke(
         .await?
         .ok_or_else(|| ApiError::not_found("token"))?;
     let in_use = state.tokens.end(&token.id, TokenEnd::Revoked);
+    crate::delegation::mint::end_under_token(&state, &p.tenant_id, &token.id).await;
     tracing::info!(tenant = %p.tenant_id, token = %token.id, in_use, "API token revoked");
     state
         .audit

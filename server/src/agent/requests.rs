@@ -275,6 +275,7 @@ async fn handle(
                 method: request.method,
                 params,
                 timeout_ms: None,
+                limit: p.delegation.as_ref().map(|d| d.limit.clone()),
             };
             Ok(calls::call(state, &session, call).await?)
         }

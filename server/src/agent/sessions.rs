@@ -69,6 +69,7 @@ pub async fn call(
         method: body.method,
         params: calls::params_object(body.params)?,
         timeout_ms: body.timeout_ms,
+        limit: p.delegation.as_ref().map(|d| d.limit.clone()),
     };
     let result = calls::call(&state, &session, call).await?;
     Ok(Json(RawCallResult { result }))

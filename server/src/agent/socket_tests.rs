@@ -37,6 +37,8 @@ fn agent_socket(h: &Harness) -> Agent {
         role: Role::Agent,
         member_id: None,
         lease: TokenLease::unwatched(),
+        expires_at: None,
+        delegation: None,
     };
     let (socket, peer) = channel_pair(64);
     let task = tokio::spawn(serve_socket(socket, state.clone(), principal));

@@ -22,6 +22,12 @@ pub struct Principal {
     pub role: Role,
     /// The person behind the token, if any (docs/people.md).
     pub member_id: Option<String>,
+    /// When the credential expires (ms), if it does: a delegation minted from it
+    /// may not outlive it.
+    pub expires_at: Option<i64>,
+    /// Set when the credential is a delegation token (docs/delegation.md): what
+    /// it is narrowed to.
+    pub delegation: Option<std::sync::Arc<crate::delegation::Delegated>>,
     /// Ends when the token is revoked or expires; sockets, streams and sessions the
     /// request starts keep a clone.
     pub lease: TokenLease,
@@ -30,6 +36,14 @@ pub struct Principal {
 impl Principal {
     pub fn actor(&self) -> String {
         crate::audit::token_actor(&self.token_name)
+    }
+
+    /// The token rate limits and session quotas are charged to: a delegation's
+    /// root API token, so minting delegations never multiplies an agent's budget.
+    pub fn quota_id(&self) -> &str {
+        self.delegation
+            .as_ref()
+            .map_or(self.token_id.as_str(), |d| d.root_token_id.as_str())
     }
 }
 
@@ -73,6 +87,9 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let credential = bearer(parts).ok_or_else(ApiError::unauthorized)?;
+        if crate::delegation::verify::is_jwt(credential) {
+            return crate::delegation::verify::principal(state, credential).await;
+        }
         let hash = secret::hash(credential);
         // A revocation signalled between the read and the lease sends us back to the
         // store (auth::token_watch); revocations are rare, so this loops at most a
@@ -111,7 +128,9 @@ impl FromRequestParts<AppState> for Principal {
             token_name: token.name,
             role,
             member_id: token.member_id,
+            expires_at: token.expires_at,
             lease,
+            delegation: None,
         })
     }
 }
@@ -127,7 +146,7 @@ impl FromRequestParts<AppState> for AgentPrincipal {
                 "a member token manages its member's own browsers; agents use agent tokens",
             ));
         }
-        if let Err(limited) = state.agent_limiter.check(&p.tenant_id, &p.token_id) {
+        if let Err(limited) = state.agent_limiter.check(&p.tenant_id, p.quota_id()) {
             crate::telemetry::metrics::refused("rate_limited");
             return Err(limited.api_error());
         }

@@ -45,7 +45,7 @@ pub async fn refresh(core: &Core, tenant_id: &str, device_id: Option<&str>) -> u
         let admitted = match &policy {
             Some(p) => {
                 session.set_policy(p.clone());
-                check_start(p, &session.token_id).is_ok()
+                check_start(p, &session.root_token_id).is_ok()
             }
             None => false,
         };

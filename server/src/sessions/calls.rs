@@ -26,6 +26,9 @@ pub struct ToolCall {
     pub params: Map<String, Value>,
     /// The caller's own deadline (top-level `timeout_ms`), if given.
     pub timeout_ms: Option<u64>,
+    /// A narrower policy the caller carries (a delegation's, docs/delegation.md),
+    /// checked besides the session's own.
+    pub limit: Option<Arc<latchkey_protocol::policy::EffectivePolicy>>,
 }
 
 /// `params` as an object (absent → empty), or `invalid_params`.
@@ -289,7 +292,12 @@ async fn run_call(
     latchkey_protocol::tools::validate(&call.method, &call.params)
         .map_err(|e| CoreError::invalid_field(&e.field, e.message))?;
     // The session's policy, in memory: no store read on the call path.
-    if let Err(denial) = crate::policy::check_call(&session.policy(), &call.method, &call.params) {
+    let checked = crate::policy::check_call(&session.policy(), &call.method, &call.params)
+        .and_then(|()| match &call.limit {
+            Some(limit) => crate::policy::check_call(limit, &call.method, &call.params),
+            None => Ok(()),
+        });
+    if let Err(denial) = checked {
         telemetry::refused("policy");
         crate::policy::audit_denial(
             state,

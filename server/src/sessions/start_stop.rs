@@ -16,10 +16,10 @@ use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
 use crate::core::Core;
 use crate::core_error::CoreError;
-use crate::policy;
+use crate::policy::{self, PolicyDenial};
 use crate::sessions::calls::{forward, send};
 use crate::sessions::table::{Abort, Opener, Session, end_session};
-use latchkey_protocol::policy::EffectivePolicy;
+use latchkey_protocol::policy::{EffectivePolicy, Layer, PolicyReason};
 
 /// The `session_ended` reason of a session that reached its policy's time limit.
 pub const TIME_LIMIT: &str = "time_limit";
@@ -27,13 +27,34 @@ pub const TIME_LIMIT: &str = "time_limit";
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
 
-/// Which online device of the tenant a new session goes to.
+/// Which online device of the tenant a new session goes to: among those the
+/// caller's delegation names, if it is one (docs/delegation.md).
 fn choose_device(
     state: &Core,
-    tenant_id: &str,
+    principal: &Principal,
     browser_id: Option<&str>,
 ) -> Result<String, CoreError> {
-    let online = state.registry.online_in_tenant(tenant_id);
+    let delegated = |reason, message: &str| {
+        CoreError::Policy(PolicyDenial::new(reason, message, &[Layer::Delegation]))
+    };
+    let mut online = state.registry.online_in_tenant(&principal.tenant_id);
+    if let Some(d) = &principal.delegation {
+        if d.scope.session_id.is_some() {
+            return Err(delegated(
+                PolicyReason::SessionNotDelegated,
+                "this delegation acts in one session and starts none",
+            ));
+        }
+        if let Some(allowed) = &d.scope.browsers {
+            if browser_id.is_some_and(|id| !allowed.iter().any(|a| a == id)) {
+                return Err(delegated(
+                    PolicyReason::BrowserNotDelegated,
+                    "this browser is not among those the delegation names",
+                ));
+            }
+            online.retain(|id| allowed.contains(id));
+        }
+    }
     match browser_id {
         Some(id) => online
             .into_iter()
@@ -57,7 +78,7 @@ async fn admitted_by_policy(
     let policy = policy::effective(state, &principal.tenant_id, device_id)
         .await?
         .ok_or(CoreError::BrowserNotOnline)?;
-    if let Err(denial) = policy::check_start(&policy, &principal.token_id) {
+    if let Err(denial) = policy::check_start(&policy, principal.quota_id()) {
         crate::telemetry::metrics::refused("policy");
         policy::audit_denial(
             state,
@@ -124,7 +145,7 @@ async fn start_session(
             end = principal.lease.ended() => return Err(CoreError::Token(end)),
         }
     }
-    let device_id = choose_device(state, &principal.tenant_id, req.browser_id.as_deref())?;
+    let device_id = choose_device(state, principal, req.browser_id.as_deref())?;
     let link = state
         .registry
         .link(&device_id)
@@ -137,6 +158,7 @@ async fn start_session(
         &device_id,
         Opener {
             token_id: principal.token_id.clone(),
+            root_token_id: principal.quota_id().to_string(),
             actor: principal.actor(),
             lease: principal.lease.clone(),
         },

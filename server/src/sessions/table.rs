@@ -38,6 +38,8 @@ pub enum Abort {
 #[derive(Debug, Clone)]
 pub struct Opener {
     pub token_id: String,
+    /// The API token at the root: itself, or a delegation's root token.
+    pub root_token_id: String,
     /// `token:<name>`, for the audit trail.
     pub actor: String,
     pub lease: TokenLease,
@@ -49,6 +51,7 @@ impl Opener {
     pub fn unwatched(token_id: &str) -> Self {
         Self {
             token_id: token_id.to_string(),
+            root_token_id: token_id.to_string(),
             actor: crate::audit::token_actor(token_id),
             lease: TokenLease::unwatched(),
         }
@@ -64,6 +67,9 @@ pub struct Session {
     pub token_id: String,
     /// The opening token as the audit trail names it (`token:<name>`).
     pub actor: String,
+    /// The API token at the root of the opener (itself, or a delegation's root):
+    /// what policies' `agents` name and the per-token session cap counts.
+    pub root_token_id: String,
     pub created_at: i64,
     /// The opening token's lease: the session ends when the token is revoked or
     /// expires (`start_stop::watch_session`).
@@ -113,6 +119,7 @@ impl Session {
             device_id: device_id.to_string(),
             token_id: opener.token_id,
             actor: opener.actor,
+            root_token_id: opener.root_token_id,
             created_at: now,
             lease: opener.lease,
             ended: CancellationToken::new(),
@@ -343,8 +350,9 @@ impl SessionTable {
         let (mut on_device, mut of_token) = (0, 0);
         for s in map.values() {
             on_device += usize::from(s.device_id == session.device_id);
-            of_token +=
-                usize::from(s.token_id == session.token_id && s.tenant_id == session.tenant_id);
+            of_token += usize::from(
+                s.root_token_id == session.root_token_id && s.tenant_id == session.tenant_id,
+            );
         }
         if on_device >= per_device {
             return Err(SessionCap::PerDevice(per_device));
@@ -374,6 +382,14 @@ impl SessionTable {
         caller: &crate::auth::principal::Principal,
         id: &str,
     ) -> Result<Arc<Session>, CoreError> {
+        if let Some(d) = &caller.delegation
+            && d.scope.session_id.as_deref() == Some(id)
+        {
+            // A one-session delegation acts in its delegator's session.
+            return self
+                .get_owned(&caller.tenant_id, &d.delegator, id)
+                .ok_or(CoreError::SessionNotFound);
+        }
         self.get_owned(&caller.tenant_id, &caller.token_id, id)
             .ok_or(CoreError::SessionNotFound)
     }

@@ -30,6 +30,8 @@ fn agent(h: &Harness) -> Principal {
         role: Role::Agent,
         member_id: None,
         lease: TokenLease::unwatched(),
+        expires_at: None,
+        delegation: None,
     }
 }
 
@@ -136,6 +138,7 @@ async fn a_second_call_on_a_busy_session_is_refused_at_once_and_the_session_free
                 method: "tool.click".into(),
                 params: Map::from_iter([("ref".to_string(), json!("e1"))]),
                 timeout_ms: None,
+                limit: None,
             };
             call(&core, &session, click).await
         })
@@ -145,6 +148,7 @@ async fn a_second_call_on_a_busy_session_is_refused_at_once_and_the_session_free
         method: "tool.snapshot".into(),
         params: Map::new(),
         timeout_ms: None,
+        limit: None,
     };
     let refused = call(&h.core, &session, snapshot).await;
     assert_eq!(refused.map(|_| ()), Err(CoreError::SessionBusy));

@@ -9,6 +9,7 @@
 //! - a multi-statement change runs in one transaction and is durable before the
 //!   method returns (the authorize endpoint relies on this to reply only after commit).
 
+mod delegations;
 mod error;
 pub(crate) mod group_commit;
 mod members;
@@ -24,6 +25,7 @@ pub mod token_reads;
 
 use async_trait::async_trait;
 
+pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
 pub use members::MemberStore;
 pub use policies::{PolicyRows, PolicyStore};
@@ -153,7 +155,7 @@ impl DeviceSeen {
 }
 
 #[async_trait]
-pub trait Store: MemberStore + PolicyStore + Send + Sync + 'static {
+pub trait Store: MemberStore + PolicyStore + DelegationStore + Send + Sync + 'static {
     /// Which backend this is, for logs and `check-config`.
     fn backend(&self) -> &'static str;
 

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
+use super::delegations::{delegation_columns, impl_sql_delegations};
 use super::members::{impl_sql_members, member_columns};
 use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
@@ -68,5 +69,6 @@ impl PostgresStore {
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
 impl_sql_policies!(PostgresStore);
+impl_sql_delegations!(PostgresStore);
 impl_sql_pairings!(PostgresStore);
 impl_sql_store!(PostgresStore, "postgres", MIGRATOR);

@@ -9,6 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
+use super::delegations::{delegation_columns, impl_sql_delegations};
 use super::members::{impl_sql_members, member_columns};
 use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
@@ -114,5 +115,6 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
 impl_sql_policies!(SqliteStore);
+impl_sql_delegations!(SqliteStore);
 impl_sql_pairings!(SqliteStore);
 impl_sql_store!(SqliteStore, "sqlite", MIGRATOR);

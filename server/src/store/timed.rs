@@ -293,3 +293,58 @@ impl PolicyStore for TimedStore {
         )
     }
 }
+
+#[async_trait]
+impl DelegationStore for TimedStore {
+    async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        timed!("signing_keys", self.inner.signing_keys())
+    }
+    async fn rotate_signing_key(&self, key: &SigningKeyRecord) -> Result<(), StoreError> {
+        timed!("rotate_signing_key", self.inner.rotate_signing_key(key))
+    }
+    async fn drop_signing_keys(&self, before: i64) -> Result<u64, StoreError> {
+        timed!("drop_signing_keys", self.inner.drop_signing_keys(before))
+    }
+    async fn insert_delegation(&self, d: &DelegationRecord) -> Result<(), StoreError> {
+        timed!("insert_delegation", self.inner.insert_delegation(d))
+    }
+    async fn delegation(
+        &self,
+        tenant_id: &str,
+        id: &str,
+    ) -> Result<Option<DelegationRecord>, StoreError> {
+        timed!("delegation", self.inner.delegation(tenant_id, id))
+    }
+    async fn live_delegation(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<DelegationRecord>, StoreError> {
+        timed!(
+            "live_delegation",
+            self.inner.live_delegation(tenant_id, id, now)
+        )
+    }
+    async fn delegations_under(
+        &self,
+        tenant_id: &str,
+        id: &str,
+    ) -> Result<Vec<DelegationRecord>, StoreError> {
+        timed!(
+            "delegations_under",
+            self.inner.delegations_under(tenant_id, id)
+        )
+    }
+    async fn revoke_delegation(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        timed!(
+            "revoke_delegation",
+            self.inner.revoke_delegation(tenant_id, id, now)
+        )
+    }
+}
