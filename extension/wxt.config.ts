@@ -11,7 +11,7 @@ export default defineConfig({
   manifest: {
     name: 'Latchkey',
     description: "Lend this browser to your team's agents, in windows you can see and stop.",
-    permissions: ['storage', 'alarms', 'tabs', 'scripting', 'webNavigation', 'debugger', 'notifications'],
+    permissions: ['storage', 'alarms', 'tabs', 'scripting', 'webNavigation', 'webRequest', 'debugger', 'notifications'],
     host_permissions: ['<all_urls>'],
     minimum_chrome_version: '116',
     icons: { 16: '/icon-16.png', 32: '/icon-32.png', 48: '/icon-48.png', 128: '/icon-128.png' },

@@ -97,6 +97,10 @@ pub enum SessionCommand {
         /// Wait this long for a browser to come online, e.g. 30s (at most 60s).
         #[arg(long, value_parser = parse_ttl)]
         wait_for_browser: Option<u64>,
+        /// Why you want the browser: shown to its person when they are asked
+        /// first, and kept in the audit trail (at most 200 characters).
+        #[arg(long)]
+        purpose: Option<String>,
     },
     /// Close the Agent Window, returning borrowed tabs.
     Stop {

@@ -74,6 +74,7 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
             height,
             background,
             wait_for_browser,
+            purpose,
         } => {
             let body = StartSessionRequest {
                 browser_id: browser,
@@ -81,9 +82,17 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
                 height,
                 focused: background.then_some(false),
                 wait_for_browser_ms: wait_for_browser.map(|s| s.saturating_mul(1000)),
+                purpose,
             };
+            // The gateway may wait for a browser, then for its person's
+            // answer (docs/policy.md, "Consent"), then for the window.
+            let limit = Duration::from_millis(
+                body.wait_for_browser_ms.unwrap_or(0)
+                    + latchkey_protocol::additions::CONSENT_TIMEOUT_MS
+                    + 25_000,
+            );
             let s: SessionView = client
-                .call(Method::POST, "/v1/sessions", Some(&body))
+                .call_within(Method::POST, "/v1/sessions", Some(&body), Some(limit))
                 .await?;
             if json {
                 return print_json(&s);

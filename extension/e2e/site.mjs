@@ -94,6 +94,13 @@ export async function startSite() {
       });
       return;
     }
+    // A server redirect, to test navigations the gateway never sees.
+    if (req.url?.startsWith('/redirect?')) {
+      const to = new URL(req.url, 'http://site').searchParams.get('to') ?? '/a';
+      res.writeHead(302, { location: to });
+      res.end();
+      return;
+    }
     const html = STATIC[req.url ?? ''];
     res.writeHead(html ? 200 : 404, { 'content-type': 'text/html; charset=utf-8' });
     res.end(html ?? 'not found');

@@ -20,4 +20,9 @@ min_compatible_peer?: string, min_compatible_protocol?: string,
 /**
  * 1.3+; ignored by the gateway.
  */
-audit_enabled?: boolean, };
+audit_enabled?: boolean, 
+/**
+ * Latchkey's additions the extension supports (docs/protocol.md,
+ * "Latchkey's additions"); a contract-only extension sends none.
+ */
+latchkey_features?: Array<string>, };

@@ -3,4 +3,4 @@
 /**
  * The `data.reason` of a `permission_denied` that a policy gave: which rule.
  */
-export type PolicyReason = "agent_not_allowed" | "consent_denied" | "capability_not_granted" | "site_blocked" | "site_not_allowed" | "scheme_not_allowed" | "browser_not_delegated" | "session_not_delegated";
+export type PolicyReason = "agent_not_allowed" | "consent_denied" | "capability_not_granted" | "site_blocked" | "site_not_allowed" | "scheme_not_allowed" | "browser_not_delegated" | "session_not_delegated" | "consent_unavailable";

@@ -19,4 +19,10 @@ focused?: boolean,
 /**
  * Wait up to this long (≤ 60000 ms) for a browser to come online.
  */
-wait_for_browser_ms?: number, };
+wait_for_browser_ms?: number, 
+/**
+ * Why the agent wants the browser, shown to its person when they are asked
+ * (docs/policy.md, "Consent") and kept in the audit trail; at most 200
+ * characters.
+ */
+purpose?: string, };

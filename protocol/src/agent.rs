@@ -53,6 +53,12 @@ pub struct StartSessionRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub wait_for_browser_ms: Option<u64>,
+    /// Why the agent wants the browser, shown to its person when they are asked
+    /// (docs/policy.md, "Consent") and kept in the audit trail; at most 200
+    /// characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub purpose: Option<String>,
 }
 
 /// A session as listed.
@@ -67,6 +73,23 @@ pub struct SessionView {
     pub last_activity_at: String,
     /// A call is in flight.
     pub busy: bool,
+    /// Where the session is in its life.
+    pub phase: SessionPhase,
+}
+
+/// Where a session is in its life (docs/sessions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionPhase {
+    /// The browser is opening its Agent Window.
+    Starting,
+    /// The browser's person is being asked whether to let it start
+    /// (docs/policy.md, "Consent").
+    ConsentPending,
+    /// Open for calls.
+    Open,
+    /// Being stopped.
+    Stopping,
 }
 
 /// `GET /v1/sessions`.
@@ -131,6 +154,16 @@ pub enum SessionEvent {
     UserInterrupt { session_id: String },
     /// The session ended (stopped, idle, browser gone, revoked).
     SessionEnded { session_id: String, reason: String },
+    /// The browser stopped a tab of the session on its way to a site the
+    /// session's policy refuses, a navigation the gateway could not see (a
+    /// redirect, a link, `window.open`): the tab now shows why
+    /// (docs/policy.md, "Enforcement in the browser").
+    SiteBlocked {
+        session_id: String,
+        tab_id: i64,
+        host: String,
+        reason: crate::policy::PolicyReason,
+    },
 }
 
 impl SessionEvent {
@@ -141,6 +174,7 @@ impl SessionEvent {
             SessionEvent::WindowClosed { .. } => crate::methods::EVENT_WINDOW_CLOSED,
             SessionEvent::UserInterrupt { .. } => crate::methods::EVENT_USER_INTERRUPT,
             SessionEvent::SessionEnded { .. } => "session.ended",
+            SessionEvent::SiteBlocked { .. } => "session.site_blocked",
         }
     }
 
@@ -150,6 +184,7 @@ impl SessionEvent {
             SessionEvent::WindowClosed { .. } => "window_closed",
             SessionEvent::UserInterrupt { .. } => "user_interrupt",
             SessionEvent::SessionEnded { .. } => "session_ended",
+            SessionEvent::SiteBlocked { .. } => "site_blocked",
         }
     }
 
@@ -157,7 +192,8 @@ impl SessionEvent {
         match self {
             SessionEvent::WindowClosed { session_id }
             | SessionEvent::UserInterrupt { session_id }
-            | SessionEvent::SessionEnded { session_id, .. } => session_id,
+            | SessionEvent::SessionEnded { session_id, .. }
+            | SessionEvent::SiteBlocked { session_id, .. } => session_id,
         }
     }
 }

@@ -38,6 +38,11 @@ pub struct HandshakeParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub audit_enabled: Option<bool>,
+    /// Latchkey's additions the extension supports (docs/protocol.md,
+    /// "Latchkey's additions"); a contract-only extension sends none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub latchkey_features: Option<Vec<String>>,
 }
 
 /// A handshake field over its length limit: which one, and the limit in characters.
@@ -293,6 +298,7 @@ mod tests {
             min_compatible_peer: None,
             min_compatible_protocol: Some("1.0".into()),
             audit_enabled: None,
+            latchkey_features: None,
         };
         assert_eq!(p.check_lengths(), Ok(()));
         p.version = format!("1.0.0-{}", "a".repeat(1 << 20));

@@ -5,6 +5,7 @@
 //! extension are generated from these types (see `bindings/` and the `bindings` test),
 //! never written by hand.
 
+pub mod additions;
 pub mod agent;
 pub mod api;
 pub mod authorize;

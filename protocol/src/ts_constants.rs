@@ -2,7 +2,7 @@
 //! only). Rendered into `bindings/constants.ts` by the bindings test, so the
 //! extension never hand-writes a close code, a method name or a limit.
 
-use crate::{CloseCode, authorize, handshake, methods};
+use crate::{CloseCode, additions, authorize, handshake, methods};
 
 /// The TypeScript module text.
 pub fn typescript_constants() -> String {
@@ -45,6 +45,10 @@ pub fn typescript_constants() -> String {
         ("HANDSHAKE_CLIENT_NAME", methods::HANDSHAKE_CLIENT_NAME),
         ("AUTH_SUBPROTOCOL_PREFIX", methods::AUTH_SUBPROTOCOL_PREFIX),
         ("PROTOCOL_VERSION", handshake::GATEWAY_PROTOCOL_VERSION),
+        ("FEATURE_SITE_RULES", additions::FEATURE_SITE_RULES),
+        ("FEATURE_CONSENT", additions::FEATURE_CONSENT),
+        ("EVENT_SITE_BLOCKED", additions::EVENT_SITE_BLOCKED),
+        ("SESSION_RULES", additions::SESSION_RULES),
         (
             "MIN_COMPATIBLE_PROTOCOL",
             handshake::GATEWAY_MIN_COMPATIBLE_PROTOCOL,
@@ -57,6 +61,14 @@ pub fn typescript_constants() -> String {
         ("TOKEN_LEN", authorize::TOKEN_LEN),
         ("AUTHORIZE_MAX_BODY_BYTES", authorize::MAX_BODY_BYTES),
         ("MAX_LABEL_CHARS", authorize::MAX_LABEL_CHARS),
+        (
+            "MAX_ALLOWANCE_HOURS",
+            additions::MAX_ALLOWANCE_HOURS as usize,
+        ),
+        (
+            "MAX_REPORTED_HOST_CHARS",
+            additions::MAX_REPORTED_HOST_CHARS,
+        ),
     ];
     for (name, value) in numbers {
         out.push_str(&format!("export const {name} = {value};\n"));

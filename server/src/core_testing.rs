@@ -136,6 +136,7 @@ pub(crate) fn handshake() -> Frame {
         min_compatible_peer: None,
         min_compatible_protocol: None,
         audit_enabled: None,
+        latchkey_features: None,
     };
     Frame::Request(RequestFrame::new(
         "hs-1",

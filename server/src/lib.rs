@@ -244,7 +244,7 @@ pub async fn bind_with_routes(
     state
         .tasks
         .spawn(devices::grant_sweep::grant_sweeper(state.core.clone()));
-    state.tasks.spawn(sessions::start_stop::idle_reaper(
+    state.tasks.spawn(sessions::lifetime::idle_reaper(
         state.core.clone(),
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),

@@ -357,7 +357,6 @@ async fn bad_policies_are_refused_whole_and_change_nothing(backend: Backend) {
         (json!({"schemes": ["javascript"]}), "schemes[0]"),
         (json!({"max_session_minutes": 0}), "max_session_minutes"),
         (json!({"agents": ["tok_0000000000000000"]}), "agents[0]"),
-        (json!({"consent": "ask"}), "consent"),
     ] {
         let (status, answer) = admin
             .raw(Method::PUT, "/v1/admin/policy", Some(body.clone()))

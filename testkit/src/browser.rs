@@ -34,6 +34,10 @@ pub enum Action {
     /// Never answer, and stop reading the socket altogether (a peer whose receive
     /// buffer fills up): the connection stays open until the gateway gives up on it.
     StopReading,
+    /// Wait until the test says so (`notify_one`), then act, as a person who
+    /// answers a prompt when the test has looked at the waiting state; a
+    /// `cancel` meanwhile answers `cancelled`.
+    WaitFor(Arc<tokio::sync::Notify>, Box<Action>),
 }
 
 /// Decides the action for a request; `None` falls back to the defaults
@@ -227,11 +231,20 @@ async fn run(
                     Action::Never => {
                         pending.insert(id, tokio::spawn(std::future::pending()));
                     }
-                    Action::Delay(after, then) | Action::Stubborn(after, then) => {
+                    Action::Delay(..) | Action::Stubborn(..) | Action::WaitFor(..) => {
                         let out = outbound.clone();
                         let task_id = id.clone();
+                        let (wait, then): (std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>, _) = match action {
+                            Action::Delay(after, then) | Action::Stubborn(after, then) => {
+                                (Box::pin(tokio::time::sleep(after)), then)
+                            }
+                            Action::WaitFor(gate, then) => {
+                                (Box::pin(async move { gate.notified().await }), then)
+                            }
+                            _ => unreachable!("matched above"),
+                        };
                         let task = tokio::spawn(async move {
-                            tokio::time::sleep(after).await;
+                            wait.await;
                             let text = match *then {
                                 Action::Reply(v) => success(&task_id, v),
                                 Action::Error(e) => failure(&task_id, e),
@@ -241,6 +254,7 @@ async fn run(
                                 }
                                 Action::Delay(..)
                                 | Action::Stubborn(..)
+                                | Action::WaitFor(..)
                                 | Action::Never
                                 | Action::StopReading => return,
                             };

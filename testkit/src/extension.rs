@@ -304,6 +304,7 @@ pub fn handshake_params() -> HandshakeParams {
         min_compatible_peer: Some("0.0.0".to_string()),
         min_compatible_protocol: Some("1.0".to_string()),
         audit_enabled: None,
+        latchkey_features: None,
     }
 }
 
@@ -406,4 +407,30 @@ where
     tokio::time::timeout(deadline, read)
         .await
         .context("socket still open at the deadline")
+}
+
+impl crate::TestServer {
+    /// A paired, online browser whose extension lists Latchkey's `features`
+    /// in its handshake (docs/protocol.md, "Latchkey's additions").
+    pub async fn new_browser_with_features(
+        &self,
+        script: crate::Script,
+        features: &[&str],
+    ) -> anyhow::Result<(String, crate::FakeBrowser)> {
+        let mut ext = self.new_extension().await?;
+        let grant = ext.pair().await?;
+        let mut socket = match ext.connect().await? {
+            Ok(s) => s,
+            Err(a) => anyhow::bail!("upgrade refused: HTTP {} {}", a.status, a.body),
+        };
+        let mut params = crate::extension::handshake_params();
+        // None listed: the key is absent, as from a contract-only extension.
+        params.latchkey_features =
+            (!features.is_empty()).then(|| features.iter().map(|f| f.to_string()).collect());
+        match socket.handshake_with(&params).await? {
+            latchkey_protocol::Frame::Success(_) => {}
+            other => anyhow::bail!("handshake refused: {other:?}"),
+        }
+        Ok((grant.device_id, crate::FakeBrowser::serve(socket, script)))
+    }
 }

@@ -13,7 +13,9 @@ import { Sessions } from '../lib/sessions';
 import { getHtml, screenshot } from '../lib/tools/content';
 import { navigate, navigateBack, navigateForward, reload, waitForNavigation } from '../lib/tools/navigation';
 import { Confirmations, tabBorrow } from '../lib/tools/borrow';
-import { sessionStart, sessionStop } from '../lib/tools/session';
+import { sessionRules, sessionStart, sessionStop } from '../lib/tools/session';
+import { Consents } from '../lib/consent';
+import { SiteGuard } from '../lib/siteguard';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
 import { ActivityLog } from '../lib/activity';
 import { showBanner } from '../lib/banner';
@@ -47,6 +49,7 @@ export default defineBackground(() => {
   const activity = new ActivityLog();
   const serverName = async () => (await loadCredential())?.host ?? 'your team';
   const help = new HelpRequests(serverName);
+  const consents = new Consents(serverName);
   const page: LogContext = { sessions, cdp, logs };
   // Agent Window tabs are attached from the start, so that their console, network
   // and dialogs are recorded before the agent's first look.
@@ -59,12 +62,13 @@ export default defineBackground(() => {
   const onPage = (f: (p: Params, c: LogContext, signal: AbortSignal) => Promise<unknown>) => (p: Params, signal: AbortSignal) =>
     f(p, page, signal);
   const gateway = new Gateway(sessions, {
-    'tool.session_start': async (p: Params) => {
-      const started = (await sessionStart(p, sessions)) as { agent_window_id: number };
+    'tool.session_start': async (p: Params, signal: AbortSignal) => {
+      const started = (await sessionStart(p, sessions, consents, signal)) as { agent_window_id: number };
       void attachWindow(started.agent_window_id);
       return started;
     },
     'tool.session_stop': (p: Params) => sessionStop(p, sessions, (s) => cdp.detachWindow(s.windowId)),
+    'latchkey.session_rules': (p: Params) => sessionRules(p, sessions),
     'tool.tab_list': on(tabList),
     'tool.tab_create': on(tabCreate),
     'tool.tab_close': on(tabClose),
@@ -90,6 +94,9 @@ export default defineBackground(() => {
     'tool.console': onPage(consoleLog),
     'tool.network': onPage(networkLog),
   }, (method, params, answer) => activity.record(method, params, answer));
+
+  // Site rules hold in every agent tab, for navigations the gateway cannot see too.
+  new SiteGuard(sessions, (event, payload) => gateway.event(event, payload)).install();
 
   // The credential lives in storage.local: keep it out of content scripts' reach.
   void browser.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => undefined);
@@ -212,6 +219,15 @@ export default defineBackground(() => {
         return saveSettings(req.settings);
       case 'help-list':
         return help.list();
+      case 'consent-list':
+        return consents.list();
+      case 'consent-answer':
+        return { ok: consents.answer(req.request, req.allow ? { allow: true, hours: req.hours } : { allow: false }), message: '' };
+      case 'allowance-list':
+        return consents.allowances();
+      case 'allowance-withdraw':
+        await consents.withdraw(req.agentId);
+        return { ok: true, message: 'Withdrawn' };
       case 'help-answer':
         return { ok: help.answer(req.request, req.outcome), message: '' };
       case 'activity':

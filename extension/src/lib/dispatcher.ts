@@ -3,7 +3,7 @@
 
 import type { Frame } from '@protocol/Frame';
 import type { RequestFrame } from '@protocol/RequestFrame';
-import { BROWSER_TOOL_METHODS, CANCEL, type BrowserToolMethod } from '@protocol/constants';
+import { BROWSER_TOOL_METHODS, CANCEL, SESSION_RULES, type BrowserToolMethod } from '@protocol/constants';
 import { ToolError } from './errors';
 
 export type Params = Record<string, unknown>;
@@ -13,11 +13,14 @@ export type Handler = (params: Params, signal: AbortSignal) => Promise<unknown>;
  * generated catalogue: a misspelt or unknown method does not compile. A method of
  * the catalogue without a handler is answered `unknown_method`.
  */
-export type Handlers = { readonly [M in BrowserToolMethod]?: Handler };
+export type Handlers = { readonly [M in ServedMethod]?: Handler };
 
-const SERVED: ReadonlySet<string> = new Set(BROWSER_TOOL_METHODS);
+/** The catalogue's methods, and Latchkey's own request (docs/protocol.md, "Latchkey's additions"). */
+type ServedMethod = BrowserToolMethod | typeof SESSION_RULES;
 
-function isBrowserToolMethod(method: string): method is BrowserToolMethod {
+const SERVED: ReadonlySet<string> = new Set([...BROWSER_TOOL_METHODS, SESSION_RULES]);
+
+function isBrowserToolMethod(method: string): method is ServedMethod {
   return SERVED.has(method);
 }
 /** Told of every finished request with its answer (the activity list). */

@@ -10,6 +10,8 @@ import {
   AUTH_SUBPROTOCOL_PREFIX,
   EVENT_HEARTBEAT,
   EVENT_WINDOW_CLOSED,
+  FEATURE_CONSENT,
+  FEATURE_SITE_RULES,
   HANDSHAKE_CLIENT_NAME,
   MIN_COMPATIBLE_PROTOCOL,
   PROTOCOL_VERSION,
@@ -137,6 +139,8 @@ export class Gateway {
         label: c.label,
         min_compatible_peer: '0.0.0',
         min_compatible_protocol: MIN_COMPATIBLE_PROTOCOL,
+        // What this build does beyond the contract (docs/protocol.md, "Latchkey's additions").
+        latchkey_features: [FEATURE_SITE_RULES, FEATURE_CONSENT],
       };
       ws.send(JSON.stringify({ id: handshakeId, method: SYSTEM_HANDSHAKE, params }));
       handshakeTimer = setTimeout(() => ws.close(), HANDSHAKE_REPLY_MS);

@@ -3,6 +3,7 @@
 import type { ActivityEntry } from './activity';
 import type { Status } from './gateway';
 import type { Settings } from './settings';
+import type { Allowance, ConsentView } from './consent';
 import type { BorrowRequest } from './tools/borrow';
 
 export type Request =
@@ -19,7 +20,11 @@ export type Request =
   | { type: 'activity' }
   | { type: 'clear-activity' }
   | { type: 'help-list' }
-  | { type: 'help-answer'; request: string; outcome: 'continued' | 'cancelled' };
+  | { type: 'help-answer'; request: string; outcome: 'continued' | 'cancelled' }
+  | { type: 'consent-list' }
+  | { type: 'consent-answer'; request: string; allow: boolean; hours?: number }
+  | { type: 'allowance-list' }
+  | { type: 'allowance-withdraw'; agentId: string };
 
 /** What the extension's UI in an Agent Window page may send: Stop, and help answers. */
 export type PageMessage =
@@ -51,6 +56,8 @@ export type Reply =
   | Settings
   | ActivityEntry[]
   | HelpView[]
+  | ConsentView[]
+  | Allowance[]
   | null;
 
 /** Human text for each status, also the accessible label. */

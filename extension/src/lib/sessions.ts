@@ -2,6 +2,8 @@
 // worker's memory; every session is torn down when the connection drops
 // (docs/protocol.md, "Liveness": nothing survives a reconnect).
 
+import type { SiteRules } from '@protocol/SiteRules';
+
 export interface Borrowed {
   originalWindowId: number;
   originalIndex: number;
@@ -25,6 +27,8 @@ export interface AgentSession {
   borrowed: Map<number, Borrowed>;
   /** The refs of the last snapshot or observe. */
   refs?: RefStore;
+  /** The site rules the gateway sent (docs/policy.md, "Enforcement in the browser"). */
+  rules?: SiteRules;
 }
 
 export class Sessions {

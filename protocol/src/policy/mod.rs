@@ -107,10 +107,13 @@ pub enum PolicyReason {
     BrowserNotDelegated,
     /// The caller's delegation acts in one session and starts none.
     SessionNotDelegated,
+    /// The policy asks the person first, and the browser's extension cannot
+    /// ask (it does not list `consent` among its features).
+    ConsentUnavailable,
 }
 
 impl PolicyReason {
-    pub const ALL: [PolicyReason; 8] = [
+    pub const ALL: [PolicyReason; 9] = [
         Self::AgentNotAllowed,
         Self::ConsentDenied,
         Self::CapabilityNotGranted,
@@ -119,6 +122,7 @@ impl PolicyReason {
         Self::SchemeNotAllowed,
         Self::BrowserNotDelegated,
         Self::SessionNotDelegated,
+        Self::ConsentUnavailable,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -131,6 +135,7 @@ impl PolicyReason {
             Self::SchemeNotAllowed => "scheme_not_allowed",
             Self::BrowserNotDelegated => "browser_not_delegated",
             Self::SessionNotDelegated => "session_not_delegated",
+            Self::ConsentUnavailable => "consent_unavailable",
         }
     }
 }

@@ -43,10 +43,20 @@ pub enum FailureReason {
     ScreenshotCaptureFailed,
     /// A session start failed and the window opened for it could not be closed.
     CleanupFailed,
+    /// The browser's person did not let the session start (a start that asked
+    /// them, docs/policy.md "Consent"); the policies' reason of the same name.
+    ConsentDenied,
+    /// The tab shows a host the session's site rules block (Latchkey's
+    /// `site_rules`, docs/policy.md); the policies' reason of the same name.
+    SiteBlocked,
+    /// The tab shows a host no allow list of the session's site rules names.
+    SiteNotAllowed,
+    /// The tab shows a page whose scheme the session's site rules do not allow.
+    SchemeNotAllowed,
 }
 
 impl FailureReason {
-    pub const ALL: [FailureReason; 13] = [
+    pub const ALL: [FailureReason; 17] = [
         Self::AgentWindowScope,
         Self::BorrowConflict,
         Self::RestrictedTabUrl,
@@ -60,6 +70,10 @@ impl FailureReason {
         Self::TabNotActive,
         Self::ScreenshotCaptureFailed,
         Self::CleanupFailed,
+        Self::ConsentDenied,
+        Self::SiteBlocked,
+        Self::SiteNotAllowed,
+        Self::SchemeNotAllowed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +91,10 @@ impl FailureReason {
             Self::TabNotActive => "tab_not_active",
             Self::ScreenshotCaptureFailed => "screenshot_capture_failed",
             Self::CleanupFailed => "cleanup_failed",
+            Self::ConsentDenied => "consent_denied",
+            Self::SiteBlocked => "site_blocked",
+            Self::SiteNotAllowed => "site_not_allowed",
+            Self::SchemeNotAllowed => "scheme_not_allowed",
         }
     }
 }
@@ -158,6 +176,11 @@ static FAILURES: &[(&[&str], &[Failure])] = &[
                 Some(R::CleanupFailed),
                 "the browser could not close a window it opened for a start that failed",
             ),
+            f(
+                PermissionDenied,
+                Some(R::ConsentDenied),
+                "the start asked the browser's person (Latchkey's `consent` addition), who said no or did not answer in time",
+            ),
         ],
     ),
     (
@@ -180,6 +203,21 @@ static FAILURES: &[(&[&str], &[Failure])] = &[
     (
         &["tool.tab_borrow"],
         &[
+            f(
+                PermissionDenied,
+                Some(R::SiteBlocked),
+                "the tab shows a host the session's site rules block (`data.host`, `data.pattern`)",
+            ),
+            f(
+                PermissionDenied,
+                Some(R::SiteNotAllowed),
+                "the tab shows a host the session's site rules do not allow",
+            ),
+            f(
+                PermissionDenied,
+                Some(R::SchemeNotAllowed),
+                "the tab shows a page of a scheme the session's site rules do not allow",
+            ),
             f(
                 Cancelled,
                 None,

@@ -8,7 +8,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use latchkey_protocol::ErrorCode;
 use latchkey_protocol::api::PolicyView;
-use latchkey_protocol::policy::{Consent, EffectivePolicy, Layer, Policy};
+use latchkey_protocol::policy::{EffectivePolicy, Layer, Policy};
 use serde::Deserialize;
 
 use super::devices::checked_id;
@@ -36,13 +36,6 @@ async fn checked(state: &AppState, tenant_id: &str, body: Policy) -> Result<Poli
     let policy = body
         .normalized()
         .map_err(|e| ApiError::at_field(ErrorCode::InvalidParams, &e.field, e.to_string()))?;
-    if policy.consent == Some(Consent::Ask) {
-        return Err(ApiError::at_field(
-            ErrorCode::InvalidParams,
-            "consent",
-            "consent \"ask\" needs the extension's consent prompt, which this gateway does not offer yet; use \"allow\" or \"deny\"",
-        ));
-    }
     if let Some(agents) = &policy.agents {
         let tokens = state.store.list_api_tokens(tenant_id).await?;
         for (i, id) in agents.iter().enumerate() {

@@ -7,6 +7,7 @@
 //! its ending.
 
 mod serve;
+mod site_blocked;
 mod start;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use latchkey_protocol::additions::Features;
 use latchkey_protocol::{Frame, RequestFrame, methods};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -92,6 +93,9 @@ pub trait Link: Send + Sync + std::fmt::Debug {
     fn is_closed(&self) -> bool;
     /// Why the connection ended (a generic disconnect if it has not).
     fn close_reason(&self) -> CoreError;
+    /// Latchkey's additions the extension listed in its handshake
+    /// (docs/protocol.md, "Latchkey's additions").
+    fn features(&self) -> Features;
 }
 
 impl Link for DeviceLink {
@@ -113,6 +117,9 @@ impl Link for DeviceLink {
     fn close_reason(&self) -> CoreError {
         DeviceLink::close_reason(self)
     }
+    fn features(&self) -> Features {
+        self.features
+    }
 }
 
 /// Frames queued for one socket; beyond this the caller gets `capacity_reached`.
@@ -128,6 +135,8 @@ pub struct DeviceLink {
     queued: Notify,
     inflight: Arc<Semaphore>,
     closed: CancellationToken,
+    /// What the extension said it can do beyond the base contract.
+    features: Features,
 }
 
 #[derive(Debug, Default)]
@@ -158,6 +167,16 @@ impl LinkState {
 impl DeviceLink {
     /// A link; its outbox is drained by the connection task through `next_frames`.
     pub fn new(device_id: &str, tenant_id: &str, max_in_flight: usize) -> Arc<Self> {
+        Self::with_features(device_id, tenant_id, max_in_flight, Features::default())
+    }
+
+    /// A link to an extension that listed `features` in its handshake.
+    pub fn with_features(
+        device_id: &str,
+        tenant_id: &str,
+        max_in_flight: usize,
+        features: Features,
+    ) -> Arc<Self> {
         Arc::new(Self {
             device_id: device_id.to_string(),
             tenant_id: tenant_id.to_string(),
@@ -165,6 +184,7 @@ impl DeviceLink {
             queued: Notify::new(),
             inflight: Arc::new(Semaphore::new(max_in_flight)),
             closed: CancellationToken::new(),
+            features,
         })
     }
 

@@ -21,17 +21,12 @@ pub fn check_start(policy: &EffectivePolicy, token_id: &str) -> Result<(), Polic
         ));
     }
     match policy.consent.value {
-        Consent::Allow => Ok(()),
+        // `ask`: the start asks the person (sessions::admission); a session
+        // already running when a policy turns to `ask` was let in and stays.
+        Consent::Allow | Consent::Ask => Ok(()),
         Consent::Deny => Err(PolicyDenial::new(
             PolicyReason::ConsentDenied,
             "this browser's policy allows no sessions now",
-            &policy.consent.from,
-        )),
-        // Asking the person is not yet wired to the extension; a stored `ask`
-        // (refused when set) would otherwise be read as allow.
-        Consent::Ask => Err(PolicyDenial::new(
-            PolicyReason::ConsentDenied,
-            "this browser's policy asks its person first, which this gateway cannot do yet",
             &policy.consent.from,
         )),
     }

@@ -82,6 +82,17 @@ pub async fn effective(
     tenant_id: &str,
     device_id: &str,
 ) -> Result<Option<EffectivePolicy>, CoreError> {
+    Ok(effective_named(core, tenant_id, device_id)
+        .await?
+        .map(|(policy, _)| policy))
+}
+
+/// [`effective`], with the team's name (read in the same query).
+pub async fn effective_named(
+    core: &Core,
+    tenant_id: &str,
+    device_id: &str,
+) -> Result<Option<(EffectivePolicy, String)>, CoreError> {
     let rows = core
         .store
         .device_policies(tenant_id, device_id)
@@ -95,10 +106,10 @@ pub async fn effective(
     };
     let team = parse_stored(rows.team.as_deref())?;
     let device = parse_stored(rows.device.as_deref())?;
-    Ok(Some(EffectivePolicy::of(&[
-        (Layer::Team, &team),
-        (Layer::Device, &device),
-    ])))
+    Ok(Some((
+        EffectivePolicy::of(&[(Layer::Team, &team), (Layer::Device, &device)]),
+        rows.team_name,
+    )))
 }
 
 /// One `policy.deny` row: who was refused, on what (`target`), by which rule.

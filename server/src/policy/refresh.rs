@@ -6,13 +6,17 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use latchkey_protocol::additions::{SESSION_RULES, SiteRules};
 use latchkey_protocol::policy::EffectivePolicy;
+use serde_json::{Map, Value, json};
 
 use super::{check_start, effective};
 use crate::core::Core;
-use crate::sessions::start_stop::end_now;
-use crate::sessions::table::Abort;
+use crate::sessions::calls::forward;
+use crate::sessions::lifetime::end_now;
+use crate::sessions::table::{Abort, Session};
 
 /// The `session_ended` reason of a session a policy change ended.
 pub const POLICY_CHANGED: &str = "policy_changed";
@@ -44,8 +48,13 @@ pub async fn refresh(core: &Core, tenant_id: &str, device_id: Option<&str>) -> u
         };
         let admitted = match &policy {
             Some(p) => {
+                let before = session.policy();
                 session.set_policy(p.clone());
-                check_start(p, &session.root_token_id).is_ok()
+                let admitted = check_start(p, &session.root_token_id).is_ok();
+                if admitted && SiteRules::of(&before) != SiteRules::of(p) {
+                    push_site_rules(core, &session, SiteRules::of(p));
+                }
+                admitted
             }
             None => false,
         };
@@ -56,4 +65,33 @@ pub async fn refresh(core: &Core, tenant_id: &str, device_id: Option<&str>) -> u
         }
     }
     ended
+}
+
+/// How long the browser has to take a session's new site rules.
+const PUSH_BUDGET: Duration = Duration::from_secs(10);
+
+/// Send a session's new site rules to an extension that enforces them
+/// (docs/protocol.md, "Latchkey's additions"). One that does not take them in
+/// time (or refuses them) would go on enforcing the old ones: the session
+/// ends instead.
+fn push_site_rules(core: &Core, session: &Arc<Session>, rules: SiteRules) {
+    let Some(link) = core.registry.link(&session.device_id) else {
+        return;
+    };
+    if !link.features().site_rules {
+        return;
+    }
+    let (core, session) = (core.clone(), session.clone());
+    tokio::spawn(async move {
+        let mut params = Map::new();
+        params.insert("session_id".into(), Value::String(session.id.clone()));
+        params.insert("site_rules".into(), json!(rules));
+        let pushed = forward(link, None, SESSION_RULES, params, PUSH_BUDGET, None).await;
+        if let Err(e) = pushed
+            && !session.is_ended()
+        {
+            tracing::warn!(session = %session.id, code = %e.code(), "the browser did not take new site rules; ending the session");
+            end_now(&core, &session, POLICY_CHANGED, Abort::SessionEnding);
+        }
+    });
 }

@@ -1,7 +1,9 @@
 //! Agent sessions multiplexed onto device connections: the session table, session
 //! start and stop, and the call pipeline every agent surface goes through.
 
+mod admission;
 pub mod calls;
+pub mod lifetime;
 pub mod start_stop;
 pub mod table;
 #[cfg(test)]

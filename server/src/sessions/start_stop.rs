@@ -1,4 +1,4 @@
-//! Session start, stop and the idle reaper (docs/protocol.md, "Sessions").
+//! Session start and stop (docs/protocol.md, "Sessions").
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,88 +10,20 @@ use latchkey_protocol::effect::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::audit::{Event, Priority, action};
+use latchkey_protocol::additions::CONSENT_TIMEOUT_MS;
+use latchkey_protocol::text;
+
 use crate::auth::principal::Principal;
 use crate::auth::secret;
-use crate::auth::token_watch::TokenEnd;
 use crate::core::Core;
 use crate::core_error::CoreError;
-use crate::policy::{self, PolicyDenial};
+use crate::sessions::admission::{self, admitted_by_policy, choose_device};
 use crate::sessions::calls::{forward, send};
+use crate::sessions::lifetime::watch_session;
 use crate::sessions::table::{Abort, Opener, Session, end_session};
-use latchkey_protocol::policy::{EffectivePolicy, Layer, PolicyReason};
-
-/// The `session_ended` reason of a session that reached its policy's time limit.
-pub const TIME_LIMIT: &str = "time_limit";
 
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
-
-/// Which online device of the tenant a new session goes to: among those the
-/// caller's delegation names, if it is one (docs/delegation.md).
-fn choose_device(
-    state: &Core,
-    principal: &Principal,
-    browser_id: Option<&str>,
-) -> Result<String, CoreError> {
-    let delegated = |reason, message: &str| {
-        CoreError::Policy(PolicyDenial::new(reason, message, &[Layer::Delegation]))
-    };
-    let mut online = state.registry.online_in_tenant(&principal.tenant_id);
-    if let Some(d) = &principal.delegation {
-        if d.scope.session_id.is_some() {
-            return Err(delegated(
-                PolicyReason::SessionNotDelegated,
-                "this delegation acts in one session and starts none",
-            ));
-        }
-        if let Some(allowed) = &d.scope.browsers {
-            if browser_id.is_some_and(|id| !allowed.iter().any(|a| a == id)) {
-                return Err(delegated(
-                    PolicyReason::BrowserNotDelegated,
-                    "this browser is not among those the delegation names",
-                ));
-            }
-            online.retain(|id| allowed.contains(id));
-        }
-    }
-    match browser_id {
-        Some(id) => online
-            .into_iter()
-            .find(|d| d == id)
-            .ok_or(CoreError::BrowserNotOnline),
-        None => match online.len() {
-            0 => Err(CoreError::NoBrowserConnected),
-            1 => Ok(online.into_iter().next().unwrap_or_default()),
-            _ => Err(CoreError::MultipleBrowsersOnline(online)),
-        },
-    }
-}
-
-/// The policy a session of `principal` on `device_id` runs under, if it lets
-/// the session start at all (docs/policy.md); a refusal is audited.
-async fn admitted_by_policy(
-    state: &Core,
-    principal: &Principal,
-    device_id: &str,
-) -> Result<Arc<EffectivePolicy>, CoreError> {
-    let policy = policy::effective(state, &principal.tenant_id, device_id)
-        .await?
-        .ok_or(CoreError::BrowserNotOnline)?;
-    if let Err(denial) = policy::check_start(&policy, principal.quota_id()) {
-        crate::telemetry::metrics::refused("policy");
-        policy::audit_denial(
-            state,
-            &principal.tenant_id,
-            principal.actor(),
-            format!("device:{device_id}"),
-            &denial,
-        )
-        .await;
-        return Err(CoreError::Policy(denial));
-    }
-    Ok(Arc::new(policy))
-}
 
 /// Open an Agent Window on a device. On a timeout the start is cancelled, and a late
 /// success is rolled back with `tool.session_stop`.
@@ -150,8 +82,10 @@ async fn start_session(
         .registry
         .link(&device_id)
         .ok_or(CoreError::BrowserNotOnline)?;
+    let purpose = admission::purpose(req.purpose.as_deref())?;
+    let features = link.features();
     let epoch = state.sessions.policy_epoch();
-    let policy = admitted_by_policy(state, principal, &device_id).await?;
+    let mut admitted = admitted_by_policy(state, principal, &device_id, features).await?;
     let session = Session::new(
         secret::random_hex(16),
         &principal.tenant_id,
@@ -163,7 +97,7 @@ async fn start_session(
             lease: principal.lease.clone(),
         },
         state.clock.now_ms(),
-        policy,
+        admitted.policy.clone(),
     );
     let busy = session.begin(SESSION_START, state.clock.now_ms())?;
     let limits = &state.config.limits;
@@ -181,8 +115,11 @@ async fn start_session(
     // A policy written since it was read may not have seen this session: read
     // it again (sessions::table::SessionTable, `policy_epoch`).
     if state.sessions.policy_epoch() != epoch {
-        match admitted_by_policy(state, principal, &device_id).await {
-            Ok(policy) => session.set_policy(policy),
+        match admitted_by_policy(state, principal, &device_id, features).await {
+            Ok(again) => {
+                session.set_policy(again.policy.clone());
+                admitted = again;
+            }
             Err(e) => {
                 state.sessions.remove(&session.id);
                 session.end();
@@ -203,7 +140,23 @@ async fn start_session(
     if let Some(f) = req.focused {
         params.insert("focused".into(), json!(f));
     }
-    let deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);
+    let asks = admission::start_additions(
+        &mut params,
+        principal,
+        features,
+        &admitted,
+        purpose.as_deref(),
+    );
+    if let Some(p) = &purpose {
+        session.note_start(&format!("purpose:{p:?}"));
+    }
+    // The person has the consent prompt's time to answer, then the browser its
+    // usual time to open the window.
+    let mut deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);
+    if asks {
+        session.set_consent_pending(true);
+        deadline += Duration::from_millis(CONSENT_TIMEOUT_MS);
+    }
     // Run detached from the caller: if the agent goes away mid-start, the start still
     // settles (and an orphaned session is reaped when idle) instead of leaking a window.
     let task_session = session.clone();
@@ -214,16 +167,26 @@ async fn start_session(
             Ok(v) => v,
             Err(e) => return Err(e),
         };
-        match tokio::time::timeout(deadline, &mut rx).await {
-            Ok(Ok(Ok(result))) => {
+        // A session ended during its start (its token revoked, a policy
+        // written) stops waiting at once, like a start that timed out.
+        let waited = tokio::select! {
+            r = tokio::time::timeout(deadline, &mut rx) => r.ok(),
+            _ = session.ended() => None,
+        };
+        match waited {
+            Some(Ok(Ok(result))) => {
                 let result: Value = serde_json::from_str(result.get()).unwrap_or_default();
-                session.set_agent_window(result.get("agent_window_id").and_then(Value::as_i64));
+                session.set_opened(result.get("agent_window_id").and_then(Value::as_i64));
+                if asks {
+                    let how = result.get("consent").and_then(Value::as_str).unwrap_or("given");
+                    session.note_start(&format!("consent:{}", text::clean(how, 16)));
+                }
                 tracing::info!(session = %session.id, device = %session.device_id, "session started");
                 Ok(())
             }
-            Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) => Err(CoreError::BrowserDisconnected),
-            Err(_) => {
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(CoreError::BrowserDisconnected),
+            None => {
                 // Cancel; if the window opens anyway within the grace, close it again.
                 link.send_cancel(&rpc_id);
                 let grace = Duration::from_millis(CANCEL_GRACE_MS);
@@ -239,6 +202,9 @@ async fn start_session(
                     }
                 } else {
                     link.forget(&rpc_id);
+                }
+                if session.is_ended() {
+                    return Err(CoreError::Cancelled("the session ended during its start"));
                 }
                 Err(CoreError::Deadline {
                     what: "session start",
@@ -262,6 +228,14 @@ async fn start_session(
         Err(e) => {
             state.sessions.remove(&session.id);
             session.end();
+            // A start cut short by its token's end says so.
+            let e = match (e, session.lease.ended_now()) {
+                (CoreError::Cancelled(_), Some(end)) => CoreError::Token(end),
+                (e, _) => e,
+            };
+            if let Some(denial) = admission::consent_refused(&e) {
+                admission::refused(state, principal, &device_id, &denial).await;
+            }
             Err(e)
         }
     }
@@ -348,150 +322,6 @@ async fn stop_session(
         Err(e) => {
             session.set_stopping(false);
             Err(e)
-        }
-    }
-}
-
-/// The session's watcher, for its whole life. When its token ends (revoked,
-/// expired), the session ends with it: the call in flight fails with the token's
-/// code, listeners get `session_ended` with reason `token_revoked` or
-/// `token_expired`, and the Agent Window is closed in the browser. It also keeps
-/// the session's audit rows, in order and off the agent's path: `session.start`
-/// once the start has succeeded (`started`; dropped unsent when it failed), and
-/// `session.end` with its reason however the session ends. Both are under the
-/// the token that opened it.
-pub async fn watch_session(
-    state: Core,
-    session: Arc<Session>,
-    mut started: tokio::sync::oneshot::Receiver<()>,
-) {
-    let mut waiting_for_start = true;
-    let mut recorded_start = false;
-    let mut policy_changes = session.policy_changes();
-    let mut clock_jumps = state.clock.changed();
-    loop {
-        // The policy's time limit, counted from the start; re-planned whenever
-        // the policy is replaced or the clock jumps.
-        let limit = session.policy().max_session_minutes.value.map(|m| {
-            state
-                .clock
-                .until(session.created_at + i64::from(m) * 60_000)
-        });
-        tokio::select! {
-            // A start that succeeded is recorded before anything after it.
-            biased;
-            outcome = &mut started, if waiting_for_start => {
-                waiting_for_start = false;
-                if outcome.is_ok() {
-                    let detail = format!("device:{}", session.device_id);
-                    audit_session(&state, &session, action::SESSION_START, detail).await;
-                    recorded_start = true;
-                }
-            }
-            end = session.lease.ended() => {
-                end_for_token(&state, &session, end);
-                break;
-            }
-            _ = session.ended() => break,
-            Ok(()) = policy_changes.changed() => {}
-            Ok(()) = clock_jumps.changed() => {}
-            _ = tokio::time::sleep(limit.unwrap_or_default()), if limit.is_some() => {
-                tracing::info!(session = %session.id, "session reached its policy's time limit");
-                end_now(&state, &session, TIME_LIMIT, Abort::SessionEnding);
-            }
-        }
-    }
-    if recorded_start && let Some(reason) = session.end_reason() {
-        audit_session(&state, &session, action::SESSION_END, reason).await;
-    }
-}
-
-/// One audit row about `session`: its device, and the reason it ended.
-pub(crate) async fn audit_session(
-    state: &Core,
-    session: &Session,
-    what: &'static str,
-    detail: String,
-) {
-    state
-        .audit
-        .record_with(
-            Priority::Background,
-            Event {
-                tenant_id: &session.tenant_id,
-                actor: session.actor.clone(),
-                action: what,
-                target: format!("session:{}", session.id),
-                outcome: "ok",
-                detail: Some(detail),
-            },
-        )
-        .await;
-}
-
-fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
-    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = end.reason(), "session ended with its token");
-    end_now(state, session, end.reason(), Abort::Token(end));
-}
-
-/// End `session` at once for `reason`: nobody may use it from now on (gone from
-/// the table, ended for its listeners, its call in flight answered as `why`
-/// says); then, in the background, the browser closes its Agent Window and
-/// gives borrowed tabs back.
-pub(crate) fn end_now(state: &Core, session: &Arc<Session>, reason: &str, why: Abort) {
-    session.set_stopping(true);
-    state.sessions.remove(&session.id);
-    end_session(session, reason, why);
-    tokio::spawn(close_window(state.clone(), session.clone()));
-}
-
-async fn close_window(state: Core, session: Arc<Session>) {
-    // The aborted call holds the session for at most its cancel grace.
-    session
-        .wait_idle(Duration::from_millis(CANCEL_GRACE_MS * 2))
-        .await;
-    let Some(link) = state.registry.link(&session.device_id) else {
-        return;
-    };
-    let mut params = Map::new();
-    params.insert("session_id".into(), Value::String(session.id.clone()));
-    let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
-    match forward(link, None, SESSION_STOP, params, budget, None).await {
-        Ok(v) => {
-            let stopped: Value = serde_json::from_str(v.get()).unwrap_or_default();
-            if stopped
-                .get("return_failures")
-                .and_then(Value::as_array)
-                .is_some_and(|f| !f.is_empty())
-            {
-                tracing::warn!(session = %session.id, "tabs the browser could not return stay in the window of an ended session");
-            }
-        }
-        Err(e) => {
-            tracing::warn!(session = %session.id, code = %e.code(), "closing the window of an ended session failed")
-        }
-    }
-}
-
-/// Stop sessions idle longer than the limit (skipping busy ones), every `tick`.
-pub async fn idle_reaper(state: Core, idle: Duration, tick: Duration) {
-    let mut interval = tokio::time::interval(tick);
-    interval.tick().await;
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = state.shutdown.cancelled() => return,
-        }
-        let now = state.clock.now_ms();
-        let limit = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
-        let idle_sessions = state
-            .sessions
-            .list(|s| !s.is_busy() && now - s.last_activity() >= limit);
-        for session in idle_sessions {
-            tracing::info!(session = %session.id, "stopping idle session");
-            if let Err(e) = stop(&state, &session, "idle").await {
-                tracing::debug!(session = %session.id, code = %e.code(), "idle stop failed");
-            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use latchkey_protocol::agent::{SessionEvent, SessionView};
+use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::effect;
 use latchkey_protocol::policy::EffectivePolicy;
 use latchkey_protocol::tools::tool_named;
@@ -16,9 +16,10 @@ use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::token_watch::{TokenEnd, TokenLease};
-use crate::clock::rfc3339;
 use crate::core_error::CoreError;
 pub use crate::core_error::SessionCap;
+
+mod view;
 use crate::telemetry::metrics::SESSIONS_OPEN;
 
 /// Why in-flight calls of a session are being aborted.
@@ -84,6 +85,9 @@ pub struct Session {
     /// The policy it runs under (docs/policy.md), replaced when one is written
     /// while it runs; its watcher re-plans the time limit on each change.
     policy: watch::Sender<Arc<EffectivePolicy>>,
+    /// Navigations the browser stopped under the session's site rules: past a
+    /// bound they are counted but no longer audited one by one.
+    site_blocks: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +103,13 @@ struct SessionState {
     last_activity: i64,
     /// Why it ended (the `session_ended` reason), once it has.
     end_reason: Option<String>,
+    /// The browser answered its start: the Agent Window is open.
+    opened: bool,
+    /// The browser's person is being asked (docs/policy.md, "Consent").
+    consent_pending: bool,
+    /// What the `session.start` audit row says beside the device: the purpose,
+    /// how consent was given.
+    start_note: Option<String>,
 }
 
 impl Session {
@@ -131,7 +142,13 @@ impl Session {
             abort,
             idle: Notify::new(),
             policy,
+            site_blocks: AtomicU64::new(0),
         })
+    }
+
+    /// Count one navigation the browser stopped; how many there were before.
+    pub fn count_site_block(&self) -> u64 {
+        self.site_blocks.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The policy the session runs under now.
@@ -246,10 +263,6 @@ impl Session {
         }
     }
 
-    pub fn set_agent_window(&self, id: Option<i64>) {
-        self.state().agent_window_id = id;
-    }
-
     pub fn last_activity(&self) -> i64 {
         self.state().last_activity
     }
@@ -274,18 +287,6 @@ impl Session {
 
     pub fn emit(&self, event: SessionEvent) {
         let _ = self.events.send(event);
-    }
-
-    pub fn view(&self) -> SessionView {
-        let s = self.state();
-        SessionView {
-            id: self.id.clone(),
-            browser_id: self.device_id.clone(),
-            agent_window_id: s.agent_window_id,
-            created_at: rfc3339(self.created_at),
-            last_activity_at: rfc3339(s.last_activity),
-            busy: s.busy,
-        }
     }
 }
 

@@ -15,6 +15,8 @@ pub struct PolicyRows {
     pub team: Option<String>,
     /// The browser's, if one was set.
     pub device: Option<String>,
+    /// The team's name, for the person's consent prompt.
+    pub team_name: String,
 }
 
 #[async_trait]
@@ -80,15 +82,15 @@ macro_rules! impl_sql_policies {
                 tenant_id: &str,
                 device_id: &str,
             ) -> Result<Option<$crate::store::PolicyRows>, $crate::store::StoreError> {
-                let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-                    "SELECT t.policy, d.policy FROM device d JOIN tenant t ON t.id = d.tenant_id \
+                let row: Option<(Option<String>, Option<String>, String)> = sqlx::query_as(
+                    "SELECT t.policy, d.policy, t.name FROM device d JOIN tenant t ON t.id = d.tenant_id \
                      WHERE d.tenant_id = $1 AND d.id = $2",
                 )
                 .bind(tenant_id)
                 .bind(device_id)
                 .fetch_optional(&self.pool)
                 .await?;
-                Ok(row.map(|(team, device)| $crate::store::PolicyRows { team, device }))
+                Ok(row.map(|(team, device, team_name)| $crate::store::PolicyRows { team, device, team_name }))
             }
 
             async fn set_device_policy(

@@ -2,6 +2,7 @@
 
 import { browser } from 'wxt/browser';
 import type { ActivityEntry } from '../../lib/activity';
+import type { Allowance, ConsentView } from '../../lib/consent';
 import { type HelpView, type Reply, type Request, STATUS_TEXT, type StatusView } from '../../lib/messages';
 import type { Settings } from '../../lib/settings';
 
@@ -53,42 +54,89 @@ function showActivity(entries: ActivityEntry[]): void {
   $('activity-empty').hidden = entries.length > 0;
 }
 
-/** request_help's pending requests, answerable here too. */
-let shownHelp = '';
+/** What each list last showed: lists are redrawn only when their items change, so the
+ * buttons stay put under the cursor. */
+const shown = new Map<string, string>();
 
+function showList<T>(section: string, list: string, items: T[], key: (t: T) => string, render: (t: T) => HTMLElement): void {
+  $(section).hidden = items.length === 0;
+  const k = items.map(key).join(',');
+  if (shown.get(list) === k) return;
+  shown.set(list, k);
+  $(list).replaceChildren(...items.map(render));
+}
+
+function element(tag: string, text: string, className?: string): HTMLElement {
+  const e = document.createElement(tag);
+  e.textContent = text;
+  if (className) e.className = className;
+  return e;
+}
+
+/** A button that sends `req` to the service worker, then redraws. */
+function button(label: string, className: string, req: Request): HTMLButtonElement {
+  const b = element('button', label, className) as HTMLButtonElement;
+  b.type = 'button';
+  b.addEventListener('click', async () => {
+    await ask(req);
+    await refresh();
+  });
+  return b;
+}
+
+/** request_help's pending requests, answerable here too. */
 function showHelp(requests: HelpView[]): void {
-  $('help').hidden = requests.length === 0;
-  // Redraw only when the requests change, so the buttons stay put under the cursor.
-  const key = requests.map((r) => r.request).join(',');
-  if (key === shownHelp) return;
-  shownHelp = key;
-  $('help-list').replaceChildren(
-    ...requests.map((r) => {
-      const li = document.createElement('li');
-      li.dataset.request = r.request;
-      const title = document.createElement('strong');
-      title.textContent = r.title;
-      const prompt = document.createElement('p');
-      prompt.textContent = r.prompt;
-      const button = (label: string, outcome: 'continued' | 'cancelled') => {
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.textContent = label;
-        b.className = `help-${outcome}`;
-        b.addEventListener('click', async () => {
-          await ask({ type: 'help-answer', request: r.request, outcome });
-          await refresh();
-        });
-        return b;
-      };
-      li.append(title, prompt, button('Done', 'continued'), button('Cancel', 'cancelled'));
-      return li;
-    }),
-  );
+  showList('help', 'help-list', requests, (r) => r.request, (r) => {
+    const li = element('li', '');
+    li.dataset.request = r.request;
+    const answer = (outcome: 'continued' | 'cancelled') => ({ type: 'help-answer', request: r.request, outcome }) as const;
+    li.append(
+      element('strong', r.title),
+      element('p', r.prompt),
+      button('Done', 'help-continued', answer('continued')),
+      button('Cancel', 'help-cancelled', answer('cancelled')),
+    );
+    return li;
+  });
+}
+
+/** Consent prompts (docs/policy.md, "Consent"): who asks, why, for what; the person answers. */
+function showConsents(requests: ConsentView[]): void {
+  showList('consent', 'consent-list', requests, (r) => r.request, (r) => {
+    const li = element('li', '');
+    li.dataset.request = r.request;
+    const answer = (allow: boolean, hours?: number) =>
+      ({ type: 'consent-answer', request: r.request, allow, ...(hours ? { hours } : {}) }) as const;
+    li.append(
+      element('strong', `${r.agent} (${r.team})`),
+      element('p', r.purpose ? `“${r.purpose}”` : 'No purpose given.', 'purpose'),
+      element('p', `It may: ${r.capabilities.join(', ')}. Unanswered by ${new Date(r.deadline).toLocaleTimeString()} means no.`),
+      button('Allow once', 'consent-once', answer(true)),
+      button('Allow for 1 hour', 'consent-hours', answer(true, 1)),
+      button('Allow for 8 hours', 'consent-8h', answer(true, 8)),
+      button('Deny', 'consent-deny', answer(false)),
+    );
+    return li;
+  });
+}
+
+/** Allowances still running, each withdrawable. */
+function showAllowances(list: Allowance[]): void {
+  showList('allowed', 'allowances', list, (a) => `${a.agentId}@${a.until}`, (a) => {
+    const li = element('li', '');
+    li.dataset.agent = a.agentId;
+    li.append(
+      element('span', `${a.agent} (${a.team}) until ${new Date(a.until).toLocaleTimeString()}`),
+      button('Withdraw', 'withdraw', { type: 'allowance-withdraw', agentId: a.agentId }),
+    );
+    return li;
+  });
 }
 
 async function refresh(): Promise<void> {
   show((await ask({ type: 'status' })) as StatusView);
+  showConsents((await ask({ type: 'consent-list' })) as ConsentView[]);
+  showAllowances((await ask({ type: 'allowance-list' })) as Allowance[]);
   showHelp((await ask({ type: 'help-list' })) as HelpView[]);
   showActivity((await ask({ type: 'activity' })) as ActivityEntry[]);
 }

@@ -7,6 +7,7 @@ import { invalid, notFound, ToolError } from '../errors';
 import type { Params } from '../dispatcher';
 import type { Sessions } from '../sessions';
 import { id, sessionOf } from './params';
+import { refusal } from '../siterules';
 
 export const CONFIRM_COUNTDOWN_MS = 5_000;
 export const CONFIRM_FAIL_CLOSED_MS = 6_650;
@@ -92,6 +93,14 @@ export async function tabBorrow(p: Params, sessions: Sessions, signal: AbortSign
   if (tab.windowId === session.windowId) throw invalid(`tab ${tabId} is already in this session's Agent Window`);
   if (sessions.isAgentWindow(tab.windowId)) {
     throw ToolError.reason('permission_denied', `tab ${tabId} belongs to another session`, 'agent_window_scope');
+  }
+  // A tab showing a site the session may not open is not lent to it either.
+  const refused = session.rules && refusal(session.rules, tab.url ?? '', new URL(browser.runtime.getURL('/')).origin);
+  if (refused) {
+    throw ToolError.reason('permission_denied', `tab ${tabId} shows ${refused.host}, which this session's policy does not allow`, refused.reason, {
+      host: refused.host,
+      ...(refused.pattern ? { pattern: refused.pattern } : {}),
+    });
   }
   const allow = await confirmations.ask(
     { title: tab.title ?? '', url: tab.url ?? '', countdownMs: CONFIRM_COUNTDOWN_MS },

@@ -6,11 +6,19 @@ import type { Params } from '../dispatcher';
 import type { AgentSession, Sessions } from '../sessions';
 import { optBool, optUint, sessionOf, str } from './params';
 import { returnTab } from './tabs';
+import type { ConsentGiven } from '@protocol/ConsentGiven';
+import { SESSION_RULES } from '@protocol/constants';
+import { type Consents, parseConsent } from '../consent';
+import { parseRules } from '../siterules';
 
 const SIZE_MIN = 100;
 const SIZE_MAX = 7680;
 
-export async function sessionStart(p: Params, sessions: Sessions): Promise<unknown> {
+/**
+ * Latchkey's additions (docs/protocol.md, "Latchkey's additions"): `site_rules` to
+ * enforce in the window, and `consent` to ask the person before it opens.
+ */
+export async function sessionStart(p: Params, sessions: Sessions, consents?: Consents, signal?: AbortSignal): Promise<unknown> {
   const sessionId = str(p, 'session_id', 'tool.session_start');
   const width = optUint(p, 'width');
   const height = optUint(p, 'height');
@@ -20,6 +28,15 @@ export async function sessionStart(p: Params, sessions: Sessions): Promise<unkno
   }
   const focused = optBool(p, 'focused', true);
   if (sessions.get(sessionId)) throw new ToolError('protocol_error', `session ${sessionId} already exists`);
+  const rules = p.site_rules === undefined ? undefined : parseRules(p.site_rules);
+  if (p.site_rules !== undefined && !rules) throw invalid('site_rules is malformed');
+  let consent: ConsentGiven | undefined;
+  if (p.consent !== undefined) {
+    // Fail closed: a start that asks is never let through unasked.
+    if (!consents) throw new ToolError('protocol_error', 'this build cannot ask for consent');
+    consent = await consents.ask(parseConsent(p.consent), signal ?? new AbortController().signal);
+    if (sessions.get(sessionId)) throw new ToolError('protocol_error', `session ${sessionId} already exists`);
+  }
   const created = await browser.windows.create({
     url: 'about:blank',
     type: 'normal',
@@ -27,8 +44,17 @@ export async function sessionStart(p: Params, sessions: Sessions): Promise<unkno
     ...(width !== undefined && height !== undefined ? { width, height } : {}),
   });
   if (created?.id === undefined) throw new ToolError('protocol_error', 'the Agent Window could not be created');
-  sessions.add({ id: sessionId, windowId: created.id, borrowed: new Map() });
-  return { agent_window_id: created.id };
+  sessions.add({ id: sessionId, windowId: created.id, borrowed: new Map(), ...(rules ? { rules } : {}) });
+  return { agent_window_id: created.id, ...(consent ? { consent } : {}) };
+}
+
+/** `latchkey.session_rules`: the session's policy changed while it ran. */
+export async function sessionRules(p: Params, sessions: Sessions): Promise<unknown> {
+  const session = sessionOf(p, sessions, SESSION_RULES);
+  const rules = parseRules(p.site_rules);
+  if (!rules) throw invalid('site_rules is malformed');
+  session.rules = rules;
+  return {};
 }
 
 /**

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use latchkey_protocol::additions;
 use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::{CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
 use tokio::time::{Instant, interval, sleep};
@@ -144,6 +145,7 @@ impl<S: Socket> Connection<S> {
                 methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
                     self.on_session_event(&event.event, &event.payload);
                 }
+                additions::EVENT_SITE_BLOCKED => self.on_site_blocked(&event.payload),
                 other => {
                     crate::failpoint::panic_on_event(other);
                     debug!(event = %other, "unknown event ignored");

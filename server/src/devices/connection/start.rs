@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use latchkey_protocol::additions::Features;
 use latchkey_protocol::handshake::HandshakeParams;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame, SuccessFrame, text};
 use tokio::time::timeout;
@@ -62,10 +63,12 @@ impl<S: Socket> Connection<S> {
         self.state
             .sessions
             .purge_device(&self.device.id, "browser reconnected");
-        let link = DeviceLink::new(
+        let features = Features::of(params.latchkey_features.as_deref());
+        let link = DeviceLink::with_features(
             &self.device.id,
             &self.device.tenant_id,
             self.limits().max_calls_in_flight_per_device,
+            features,
         );
         match self.state.registry.attach_link(
             &self.device.id,
@@ -120,6 +123,7 @@ impl<S: Socket> Connection<S> {
         info!(
             extension_version = %text::clean(&params.version, text::MAX_HANDSHAKE_FIELD_CHARS),
             protocol = %text::clean(&params.protocol_version, text::MAX_HANDSHAKE_FIELD_CHARS),
+            features = ?features.names(),
             "device online"
         );
         Ok(())
