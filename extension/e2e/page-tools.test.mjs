@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { latchkey, pairThroughPopup, startStack, waitFor } from './harness.mjs';
+import { api, latchkey, pairThroughPopup, startStack, waitFor } from './harness.mjs';
 
 let stack;
 let site;
@@ -251,7 +251,12 @@ test('the Stop button on the page refuses the next input; snapshots still work',
   assert.match(again.text, /button "Save"/);
   const ok = await latchkey(env, ['click', refOf(again.text, /button "Save"/)]);
   assert.equal(ok.dialogs?.[0]?.message, 'Saved!');
+  // The team's trail has the press, under the browser.
+  await waitFor(async () => (await auditRows()).some((e) => e.action === 'session.interrupt' && e.target === `session:${session.id}` && e.actor.startsWith('device:')), 10_000, 'the Stop press audited');
 });
+
+/** The newest rows of the team's audit trail. */
+const auditRows = async () => (await api(stack.daemon.url, stack.daemon.token, 'GET', '/v1/admin/audit?limit=100')).body.events;
 
 /** The Agent Window page at `url`, as Playwright sees it. */
 const agentPage = (url) => waitFor(() => browser.context.pages().find((p) => p.url() === url), 10_000, url);
@@ -363,6 +368,17 @@ test('the kill switch ends every session, disconnects, and stays off until recon
   assert.equal(list.browsers[0].online, false);
   // Stays off: the keepalive alarm does not bring it back by itself.
   assert.equal((await browser.worker.evaluate(() => chrome.storage.local.get('latchkey.paused')))['latchkey.paused'], true);
+  // The team's trail tells a kill switch from a dropped connection, and so do the sessions' ends.
+  await waitFor(async () => {
+    const rows = await auditRows();
+    const ends = rows.filter((e) => e.action === 'session.end' && e.detail === 'kill_switch').map((e) => e.target);
+    return (
+      rows.some((e) => e.action === 'device.kill_switch' && /^Stop all agents pressed; sessions ended: [1-9]/.test(e.detail ?? '')) &&
+      rows.some((e) => e.action === 'device.disconnect' && e.outcome === 'kill_switch') &&
+      ends.includes(`session:${session.id}`) &&
+      ends.includes(`session:${second.id}`)
+    );
+  }, 10_000, 'the kill switch audited');
   await popup.click('#connect');
   await waitFor(async () => (await popup.locator('#status').getAttribute('aria-label')) === 'Connected', 15_000, 'reconnected');
 });

@@ -3,4 +3,9 @@
 /**
  * Result of a compatible handshake.
  */
-export type HandshakeResult = { server: string, version: string, protocol_version: string, min_compatible_peer?: string, min_compatible_protocol?: string, };
+export type HandshakeResult = { server: string, version: string, protocol_version: string, min_compatible_peer?: string, min_compatible_protocol?: string, 
+/**
+ * What this gateway reads beyond the contract (docs/protocol.md,
+ * "Latchkey's additions"); a contract-only extension ignores it.
+ */
+latchkey_features?: Array<string>, };

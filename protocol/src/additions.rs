@@ -32,6 +32,17 @@ pub const MAX_FEATURES: usize = 16;
 /// session's site rules refuse. Sent only in a session whose start carried
 /// `site_rules`, so a gateway that does not know it never receives it.
 pub const EVENT_SITE_BLOCKED: &str = "latchkey.site_blocked";
+/// Event: the person pressed "Stop all agents" in our extension, which closes
+/// the connection right after. Sent only to a gateway whose handshake answer
+/// lists [`GATEWAY_FEATURE_KILL_SWITCH`]; the sessions then end with reason
+/// `kill_switch`, not as a plain disconnect.
+pub const EVENT_KILL_SWITCH: &str = "latchkey.kill_switch";
+/// The gateway's handshake answer lists this in `latchkey_features`: it reads
+/// [`EVENT_KILL_SWITCH`].
+pub const GATEWAY_FEATURE_KILL_SWITCH: &str = "kill_switch";
+/// What this gateway lists in its handshake answer.
+pub const GATEWAY_FEATURES: [&str; 1] = [GATEWAY_FEATURE_KILL_SWITCH];
+
 /// Request: the session's site rules changed (a policy was written while it
 /// ran); the extension answers `{}` and enforces the new rules from then on.
 pub const SESSION_RULES: &str = "latchkey.session_rules";

@@ -118,6 +118,11 @@ pub struct HandshakeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub min_compatible_protocol: Option<String>,
+    /// What this gateway reads beyond the contract (docs/protocol.md,
+    /// "Latchkey's additions"); a contract-only extension ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub latchkey_features: Option<Vec<String>>,
 }
 
 /// `data` of the `version_too_old` error.

@@ -49,6 +49,11 @@ pub fn typescript_constants() -> String {
         ("FEATURE_CONSENT", additions::FEATURE_CONSENT),
         ("EVENT_SITE_BLOCKED", additions::EVENT_SITE_BLOCKED),
         ("SESSION_RULES", additions::SESSION_RULES),
+        ("EVENT_KILL_SWITCH", additions::EVENT_KILL_SWITCH),
+        (
+            "GATEWAY_FEATURE_KILL_SWITCH",
+            additions::GATEWAY_FEATURE_KILL_SWITCH,
+        ),
         (
             "MIN_COMPATIBLE_PROTOCOL",
             handshake::GATEWAY_MIN_COMPATIBLE_PROTOCOL,

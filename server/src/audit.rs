@@ -35,6 +35,8 @@ pub mod action {
     pub const MEMBER_REMOVE: &str = "member.remove";
     pub const SESSION_START: &str = "session.start";
     pub const SESSION_END: &str = "session.end";
+    pub const SESSION_INTERRUPT: &str = "session.interrupt";
+    pub const DEVICE_KILL_SWITCH: &str = "device.kill_switch";
     pub const POLICY_SET: &str = "policy.set";
     pub const POLICY_DENY: &str = "policy.deny";
     pub const DELEGATION_CREATE: &str = "delegation.create";
@@ -110,6 +112,26 @@ impl Audit {
     /// Record an event; returns once it is committed (or the failure logged).
     pub async fn record_with(&self, priority: Priority, e: Event<'_>) {
         self.record_rows(priority, None, e).await;
+    }
+
+    /// Record an event at background priority from a caller that must not wait
+    /// for it (a socket's read loop): committed in order with the writer's
+    /// other background rows, off the caller's path.
+    pub fn record_detached(&self, e: Event<'_>) {
+        let audit = self.clone();
+        let (tenant_id, outcome) = (e.tenant_id.to_string(), e.outcome.to_string());
+        let (actor, action, target, detail) = (e.actor, e.action, e.target, e.detail);
+        tokio::spawn(async move {
+            let e = Event {
+                tenant_id: &tenant_id,
+                actor,
+                action,
+                target,
+                outcome: &outcome,
+                detail,
+            };
+            audit.record_with(Priority::Background, e).await;
+        });
     }
 
     /// A device's last-seen time (and its browser, from a handshake) and an event

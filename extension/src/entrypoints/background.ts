@@ -21,7 +21,7 @@ import { ActivityLog } from '../lib/activity';
 import { showBanner } from '../lib/banner';
 import { Cdp, reportingDialogs } from '../lib/cdp';
 import { loadSettings, saveSettings } from '../lib/settings';
-import { EVENT_USER_INTERRUPT } from '@protocol/constants';
+import { EVENT_KILL_SWITCH, EVENT_USER_INTERRUPT, GATEWAY_FEATURE_KILL_SWITCH } from '@protocol/constants';
 import { evaluate } from '../lib/tools/evaluate';
 import { click, fill, hover, press, select } from '../lib/tools/input';
 import { observe, snapshot, voidRefsOnNavigation } from '../lib/tools/snapshot';
@@ -210,6 +210,8 @@ export default defineBackground(() => {
         // The kill switch: end every session (borrowed tabs go back), disconnect,
         // and stay disconnected until the person connects again.
         const ended = sessions.size;
+        // Tell a gateway that reads it why the connection is about to close.
+        if (gateway.supports(GATEWAY_FEATURE_KILL_SWITCH)) gateway.event(EVENT_KILL_SWITCH, {});
         await gateway.pause();
         return { ok: true, message: `Stopped ${ended} agent session${ended === 1 ? '' : 's'}; disconnected until you connect again` };
       }

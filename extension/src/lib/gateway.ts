@@ -80,6 +80,8 @@ export class Gateway {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
   private readonly dispatcher: Dispatcher;
+  /** What the gateway reads beyond the contract (its handshake answer's `latchkey_features`). */
+  private gatewayFeatures: string[] = [];
 
   constructor(
     private readonly sessions: Sessions,
@@ -91,6 +93,11 @@ export class Gateway {
 
   private send(frame: Frame): void {
     if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  /** Whether the connected gateway reads `feature` (docs/protocol.md, "Latchkey's additions"). */
+  supports(feature: string): boolean {
+    return this.status === 'connected' && this.gatewayFeatures.includes(feature);
   }
 
   /** Send an event (window closed, user interrupt). */
@@ -156,6 +163,8 @@ export class Gateway {
       if ('id' in frame && frame.id === handshakeId && this.status === 'connecting') {
         clearTimeout(handshakeTimer);
         if ('result' in frame) {
+          const listed = (frame.result as { latchkey_features?: unknown } | null)?.latchkey_features;
+          this.gatewayFeatures = Array.isArray(listed) ? listed.filter((f): f is string => typeof f === 'string').slice(0, 16) : [];
           this.attempt = 0;
           void this.setStatus('connected');
           this.heartbeatTimer = setInterval(() => this.send({ event: EVENT_HEARTBEAT, payload: {} }), HEARTBEAT_MS);

@@ -6,6 +6,7 @@
 //! loop and the device's frames), and here the connection itself, its writes and
 //! its ending.
 
+mod person;
 mod serve;
 mod site_blocked;
 mod start;
@@ -31,6 +32,7 @@ use crate::devices::registry::Registration;
 use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::store::DeviceRecord;
 use crate::telemetry::metrics as telemetry;
+use person::KILL_SWITCH;
 
 /// What a device connection starts from: moved into the upgrade callback as one
 /// pointer, because that callback waits in the upgrade task until the 101 is out.
@@ -90,6 +92,7 @@ pub fn run<S: Socket>(
         peer,
         grant_changes,
         first_frame,
+        kill_switch: false,
     });
     conn.run_to_end().instrument(span)
 }
@@ -125,6 +128,9 @@ struct Connection<S> {
     grant_changes: u64,
     /// See [`Accepted::first_frame`]; taken by the handshake.
     first_frame: Option<Text>,
+    /// The person pressed "Stop all agents" (`latchkey.kill_switch`): the
+    /// connection's end, and its sessions' ends, say so.
+    kill_switch: bool,
 }
 
 impl<S: Socket> Connection<S> {
@@ -143,7 +149,12 @@ impl<S: Socket> Connection<S> {
                 End::close(CloseCode::InternalError, "internal error")
             }
         };
-        info!(why = end.why, close = ?end.close.map(CloseCode::code), "device connection ended");
+        let why = if self.kill_switch {
+            KILL_SWITCH
+        } else {
+            end.why
+        };
+        info!(why, close = ?end.close.map(CloseCode::code), "device connection ended");
         // Fail every waiting caller at once, before the close handshake.
         if let Some(link) = &self.link {
             link.close(reason_for_close(end.close));
@@ -161,14 +172,14 @@ impl<S: Socket> Connection<S> {
             .registry
             .unregister(&device.id, self.registration.generation);
         if self.link.is_some() {
-            let ended = state.sessions.purge_device(&device.id, end.why);
+            let ended = state.sessions.purge_device(&device.id, why);
             if ended > 0 {
                 info!(sessions = ended, "sessions ended with the connection");
             }
         }
         if self.handshaken {
             metrics::gauge!(telemetry::DEVICES_CONNECTED).decrement(1.0);
-            metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => end.why).increment(1);
+            metrics::counter!(telemetry::DEVICE_DISCONNECTS, "reason" => why).increment(1);
             let last_seen = self.registration.state.last_seen_ms.load(Ordering::Relaxed);
             Box::pin(state.audit.record_seen(
                 Priority::Background,
@@ -180,7 +191,7 @@ impl<S: Socket> Connection<S> {
                     actor: audit::device_ref(&device.id),
                     action: action::DEVICE_DISCONNECT,
                     target: audit::device_ref(&device.id),
-                    outcome: end.why,
+                    outcome: why,
                     detail: end.close.map(|c| format!("close {}", c.code())),
                 },
             ))

@@ -1,6 +1,7 @@
 //! Judging the extension's first frame (docs/protocol.md, "Handshake"), apart from the socket
 //! so the rules are testable on their own.
 
+use latchkey_protocol::additions::GATEWAY_FEATURES;
 use latchkey_protocol::handshake::{
     self, Compatibility, GATEWAY_MIN_COMPATIBLE_PROTOCOL, GATEWAY_PROTOCOL_VERSION,
     HandshakeParams, HandshakeResult, VersionTooOldData,
@@ -97,6 +98,7 @@ pub fn result() -> serde_json::Value {
         protocol_version: GATEWAY_PROTOCOL_VERSION.to_string(),
         min_compatible_peer: Some("0.0.0".to_string()),
         min_compatible_protocol: Some(GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string()),
+        latchkey_features: Some(GATEWAY_FEATURES.iter().map(|f| f.to_string()).collect()),
     };
     serde_json::to_value(result).unwrap_or_default()
 }

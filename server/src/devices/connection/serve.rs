@@ -146,6 +146,7 @@ impl<S: Socket> Connection<S> {
                     self.on_session_event(&event.event, &event.payload);
                 }
                 additions::EVENT_SITE_BLOCKED => self.on_site_blocked(&event.payload),
+                additions::EVENT_KILL_SWITCH => self.on_kill_switch(),
                 other => {
                     crate::failpoint::panic_on_event(other);
                     debug!(event = %other, "unknown event ignored");
@@ -205,6 +206,7 @@ impl<S: Socket> Connection<S> {
         } else {
             session.abort(Abort::UserInterrupt);
             session.arm_marker();
+            self.audit_interrupt(&session);
             session.emit(SessionEvent::UserInterrupt {
                 session_id: session.id.clone(),
             });

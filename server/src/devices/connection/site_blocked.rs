@@ -10,7 +10,7 @@ use latchkey_protocol::text;
 use tracing::debug;
 
 use super::Connection;
-use crate::audit::{Event, Priority, action};
+use crate::audit::{Event, action};
 use crate::socket::Socket;
 
 /// Rows a session writes for stopped navigations; more are counted and logged,
@@ -69,23 +69,13 @@ impl<S: Socket> Connection<S> {
             detail.push_str(&format!(" pattern:{p}"));
         }
         detail.push(')');
-        let audit = self.state.audit.clone();
-        let (tenant_id, actor) = (session.tenant_id.clone(), session.actor.clone());
-        let target = format!("session:{}", session.id);
-        tokio::spawn(async move {
-            audit
-                .record_with(
-                    Priority::Background,
-                    Event {
-                        tenant_id: &tenant_id,
-                        actor,
-                        action: action::POLICY_DENY,
-                        target,
-                        outcome: "denied",
-                        detail: Some(detail),
-                    },
-                )
-                .await;
+        self.state.audit.record_detached(Event {
+            tenant_id: &session.tenant_id,
+            actor: session.actor.clone(),
+            action: action::POLICY_DENY,
+            target: format!("session:{}", session.id),
+            outcome: "denied",
+            detail: Some(detail),
         });
     }
 }
