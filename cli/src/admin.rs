@@ -134,11 +134,22 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 out!("token {} ({}) revoked", cell(&t.id), cell(&t.name))
             })
         }
-        AdminCommand::Audit { limit, before } => {
-            let mut path = format!("/v1/admin/audit?limit={limit}");
-            if let Some(b) = before {
-                path.push_str(&format!("&before={b}"));
+        AdminCommand::Audit {
+            limit,
+            before,
+            filter,
+        } => {
+            let limit = limit.to_string();
+            let before = before.map(|b| b.to_string());
+            let mut pairs = vec![("limit", limit.as_str())];
+            if let Some(b) = &before {
+                pairs.push(("before", b.as_str()));
             }
+            pairs.extend(filter.pairs());
+            // Encoded by the URL type: filter values hold `:` and `+`.
+            let url = reqwest::Url::parse_with_params("http://latchkey/v1/admin/audit", &pairs)
+                .map_err(|e| CliError::Config(format!("cannot build the query: {e}")))?;
+            let path = format!("{}?{}", url.path(), url.query().unwrap_or_default());
             let list: AuditList = client.call(Method::GET, &path, NO_BODY).await?;
             emit(json, &list, || {
                 let rows: Vec<Vec<String>> = list
@@ -265,4 +276,44 @@ fn tokens_table(tokens: &[TokenView]) {
         ],
         &rows,
     );
+}
+
+/// Narrow `latchkey admin audit` (docs/operations.md, "Audit").
+#[derive(Debug, Default, clap::Args)]
+pub struct AuditFilterArgs {
+    /// An action (`session.call`), or a family (`session.*`).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Who acted: `token:<name>`, `device:<id>`, `system`.
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// What it was about: `session:<id>`, `device:<id>`, …
+    #[arg(long)]
+    pub target: Option<String>,
+    /// `ok`, or an error code.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// From this long ago (`2h`, `7d`) or this RFC 3339 time.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Up to this long ago or this RFC 3339 time.
+    #[arg(long)]
+    pub until: Option<String>,
+}
+
+impl AuditFilterArgs {
+    /// The query pairs the API takes.
+    pub fn pairs(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("action", &self.action),
+            ("actor", &self.actor),
+            ("target", &self.target),
+            ("outcome", &self.outcome),
+            ("since", &self.since),
+            ("until", &self.until),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
 }

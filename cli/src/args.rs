@@ -281,6 +281,8 @@ pub enum AdminCommand {
         /// Only events older than this id (for paging).
         #[arg(long)]
         before: Option<i64>,
+        #[command(flatten)]
+        filter: crate::admin::AuditFilterArgs,
     },
 }
 

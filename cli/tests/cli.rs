@@ -134,6 +134,48 @@ async fn admin_commands_end_to_end() {
     assert_eq!(r.code, 0);
     assert_eq!(r.json()["events"].as_array().expect("events").len(), 5);
     assert!(r.json()["next_before"].is_i64());
+    // Narrowed: the revocation above, by action, target and time.
+    let target = format!("device:{device}");
+    let r = latchkey(
+        cfg,
+        &[],
+        &[
+            "--json",
+            "admin",
+            "audit",
+            "--action",
+            "device.revoke",
+            "--target",
+            &target,
+            "--since",
+            "1h",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let events = r.json()["events"].as_array().cloned().expect("events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["target"], target.as_str());
+    let r = latchkey(
+        cfg,
+        &[],
+        &[
+            "--json", "admin", "audit", "--action", "device.*", "--until", "1h",
+        ],
+    )
+    .await;
+    assert_eq!(
+        r.json()["events"].as_array().map(Vec::len),
+        Some(0),
+        "nothing is an hour old"
+    );
+    let r = latchkey(
+        cfg,
+        &[],
+        &["--json", "admin", "audit", "--since", "yesterday"],
+    )
+    .await;
+    assert_eq!(r.json()["error"]["data"]["field"], "since", "{}", r.stdout);
 
     // Errors: stable codes and exit codes, one JSON document with --json.
     let r = latchkey(

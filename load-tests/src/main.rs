@@ -9,6 +9,7 @@
 #![allow(clippy::expect_used)]
 
 mod agents;
+mod audit_writer;
 mod fleet;
 mod handshake;
 mod idle;
@@ -126,6 +127,16 @@ enum Scenario {
         /// How many of them to revoke (one at a time).
         #[arg(long, default_value_t = 500)]
         samples: usize,
+        /// Use the machine's PostgreSQL instead of SQLite.
+        #[arg(long)]
+        postgres: bool,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Rows a second the audit writer sustains, and the storage a million take.
+    AuditWriter {
+        #[arg(long, default_value_t = 200_000)]
+        rows: usize,
         /// Use the machine's PostgreSQL instead of SQLite.
         #[arg(long)]
         postgres: bool,
@@ -286,6 +297,19 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             output,
             notes,
         } => report::write(&input, &output, &notes),
+        Scenario::AuditWriter {
+            rows,
+            postgres,
+            out,
+        } => {
+            let r = if postgres {
+                audit_writer::postgres(rows).await?
+            } else {
+                audit_writer::sqlite(rows).await?
+            };
+            audit_writer::print(&r);
+            save(&out.out, &format!("audit-writer-{}", r.backend), &r)
+        }
         Scenario::Quick { out } => quick(&out).await,
         Scenario::ServeRelay { tls_cert, tls_key } => {
             relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
@@ -321,6 +345,9 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
     save(out, "revoke", &r)?;
+    let r = audit_writer::sqlite(2_000).await?;
+    audit_writer::print(&r);
+    save(out, "audit-writer-sqlite", &r)?;
     // The report renders from what was just measured (into the output directory, so
     // docs/ is untouched).
     report::write(

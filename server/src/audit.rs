@@ -36,6 +36,7 @@ pub mod action {
     pub const SESSION_START: &str = "session.start";
     pub const SESSION_END: &str = "session.end";
     pub const SESSION_INTERRUPT: &str = "session.interrupt";
+    pub const SESSION_CALL: &str = "session.call";
     pub const DEVICE_KILL_SWITCH: &str = "device.kill_switch";
     pub const POLICY_SET: &str = "policy.set";
     pub const POLICY_DENY: &str = "policy.deny";
@@ -158,10 +159,35 @@ impl Audit {
         self.record_rows(priority, Some(seen), e).await;
     }
 
+    /// Queue an event at background priority and return once it is queued, not
+    /// committed ([`GroupCommit::enqueue`]): a tool call's row, on the agent's
+    /// path. A full queue makes the caller wait; no row is dropped.
+    ///
+    /// [`GroupCommit::enqueue`]: crate::store::group_commit::GroupCommit::enqueue
+    pub async fn queue(&self, e: Event<'_>) {
+        let row = self.row(e);
+        self.writer.enqueue(Priority::Background, row).await;
+    }
+
+    /// Returns once every row queued before it is committed (at shutdown).
+    pub async fn flush(&self) {
+        if let Err(err) = self.writer.commit(Priority::Background, None, None).await {
+            tracing::warn!(error = %err, "audit rows could not be flushed");
+        }
+    }
+
     async fn record_rows(&self, priority: Priority, seen: Option<DeviceSeen>, e: Event<'_>) {
+        let row = self.row(e);
+        let action = row.action.clone();
+        if let Err(err) = self.writer.commit(priority, seen, Some(row)).await {
+            tracing::warn!(error = %err, action, "audit event not written");
+        }
+    }
+
+    fn row(&self, e: Event<'_>) -> NewAuditEvent {
         // Whatever part of a row came from a peer is cleaned and bounded here, once
         // for every writer (docs/security.md).
-        let row = NewAuditEvent {
+        NewAuditEvent {
             tenant_id: e.tenant_id.to_string(),
             at: self.clock.now_ms(),
             actor: bounded(&e.actor, text::MAX_AUDIT_REF_CHARS),
@@ -169,10 +195,6 @@ impl Audit {
             target: bounded(&e.target, text::MAX_AUDIT_REF_CHARS),
             outcome: bounded(e.outcome, text::MAX_AUDIT_REF_CHARS),
             detail: e.detail.map(|d| bounded(&d, text::MAX_AUDIT_DETAIL_CHARS)),
-        };
-        let action = row.action.clone();
-        if let Err(err) = self.writer.commit(priority, seen, Some(row)).await {
-            tracing::warn!(error = %err, action, "audit event not written");
         }
     }
 }

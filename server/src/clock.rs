@@ -113,9 +113,29 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
 }
 
+/// The Unix-millisecond instant of RFC 3339 text, or `None` when it is not one.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let t =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_round_trips() {
+        assert_eq!(
+            parse_rfc3339(&rfc3339(1_796_000_000_123)),
+            Some(1_796_000_000_123)
+        );
+        assert_eq!(
+            parse_rfc3339("2026-12-03T10:00:00+01:00"),
+            Some(1_796_288_400_000)
+        );
+        assert_eq!(parse_rfc3339("yesterday"), None);
+    }
 
     #[test]
     fn advance_moves_now_and_notifies() {

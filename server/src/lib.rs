@@ -152,6 +152,14 @@ impl ServerHandle {
         {
             tracing::warn!("drain timeout reached with connections still open");
         }
+        // Rows queued off the callers' paths (tool calls, session ends) are in
+        // the store before the process exits.
+        if tokio::time::timeout(Duration::from_secs(5), state.audit.flush())
+            .await
+            .is_err()
+        {
+            tracing::warn!("audit rows still queued at exit");
+        }
     }
 }
 

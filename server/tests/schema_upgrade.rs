@@ -103,7 +103,7 @@ async fn a_first_schema_store_upgrades_with_its_data(backend: Backend) {
     );
     assert_eq!(
         store
-            .list_audit("ten_1", None, 10)
+            .list_audit("ten_1", &Default::default(), 10)
             .await
             .expect("audit")
             .len(),

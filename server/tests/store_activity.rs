@@ -104,7 +104,10 @@ async fn exercise(store: Arc<dyn Store>) {
     assert_eq!(d7.last_seen_at, Some(5_000));
     assert_eq!(d7.browser_name.as_deref(), Some("Chromium"));
 
-    let audit = store.list_audit("t1", None, 1_000).await.expect("audit");
+    let audit = store
+        .list_audit("t1", &Default::default(), 1_000)
+        .await
+        .expect("audit");
     assert_eq!(audit.len(), DEVICES);
     // Newest first: the rows were written in the order given.
     let ats: Vec<i64> = audit.iter().rev().map(|r| r.at).collect();
@@ -117,7 +120,7 @@ async fn exercise(store: Arc<dyn Store>) {
     assert_eq!(audit[1].detail.as_deref(), Some("detail 298"));
     assert!(
         store
-            .list_audit("t2", None, 10)
+            .list_audit("t2", &Default::default(), 10)
             .await
             .expect("t2")
             .is_empty()

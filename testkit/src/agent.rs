@@ -69,6 +69,14 @@ impl EventStream {
             }
         }
     }
+
+    /// The next event; fails if none arrives within the read deadline or the
+    /// stream ends first.
+    pub async fn next_event(&mut self) -> anyhow::Result<(String, Value)> {
+        self.next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the event stream ended"))
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1,4 +1,6 @@
-//! `GET /v1/admin/audit?before=ID&limit=N`: the tenant's audit trail, newest first.
+//! `GET /v1/admin/audit?before=ID&limit=N&action=…&actor=…&target=…&outcome=…&since=…&until=…`:
+//! the tenant's audit trail, newest first, narrowed by any of those
+//! (docs/operations.md, "Audit").
 
 use axum::Json;
 use axum::extract::{Query, State};
@@ -10,12 +12,96 @@ use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
+use crate::store::AuditFilter;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     before: Option<i64>,
     limit: Option<i64>,
+    /// An action (`session.call`), or a family of them (`session.*`).
+    action: Option<String>,
+    actor: Option<String>,
+    target: Option<String>,
+    outcome: Option<String>,
+    /// At or after `since`, before `until`: RFC 3339 times, or how long ago
+    /// (`30m`, `2h`, `7d`).
+    since: Option<String>,
+    until: Option<String>,
+}
+
+/// Longest filter value: the longest reference a row holds.
+const MAX_FILTER_CHARS: usize = latchkey_protocol::text::MAX_AUDIT_REF_CHARS;
+
+/// `text` as a span back from now: digits, then `s`, `m`, `h` or `d`.
+fn ago(text: &str) -> Option<i64> {
+    let unit = match text.chars().last()? {
+        's' => 1_000,
+        'm' => 60_000,
+        'h' => 3_600_000,
+        'd' => 86_400_000,
+        _ => return None,
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i64>().ok()?.checked_mul(unit)
+}
+
+fn time_param(now: i64, field: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
+    value
+        .map(|v| {
+            crate::clock::parse_rfc3339(v)
+                .or_else(|| ago(v).map(|span| now.saturating_sub(span)))
+                .ok_or_else(|| {
+                    ApiError::at_field(
+                        ErrorCode::InvalidParams,
+                        field,
+                        format!(
+                            "{field} must be an RFC 3339 time (2026-12-03T10:00:00Z) or a span back from now (30m, 2h, 7d)"
+                        ),
+                    )
+                })
+        })
+        .transpose()
+}
+
+fn filter_of(now: i64, q: AuditQuery) -> Result<AuditFilter, ApiError> {
+    for (field, value) in [
+        ("action", &q.action),
+        ("actor", &q.actor),
+        ("target", &q.target),
+        ("outcome", &q.outcome),
+    ] {
+        if value
+            .as_ref()
+            .is_some_and(|v| v.is_empty() || v.chars().count() > MAX_FILTER_CHARS)
+        {
+            return Err(ApiError::at_field(
+                ErrorCode::InvalidParams,
+                field,
+                format!("{field} must be 1..={MAX_FILTER_CHARS} characters"),
+            ));
+        }
+    }
+    let (action, action_prefix) = match q.action {
+        Some(a) => match a.strip_suffix('*') {
+            Some(prefix) => (None, Some(prefix.to_string())),
+            None => (Some(a), None),
+        },
+        None => (None, None),
+    };
+    Ok(AuditFilter {
+        before: q.before,
+        action,
+        action_prefix,
+        since: time_param(now, "since", q.since.as_deref())?,
+        until: time_param(now, "until", q.until.as_deref())?,
+        actor: q.actor,
+        target: q.target,
+        outcome: q.outcome,
+    })
 }
 
 pub async fn list(
@@ -33,9 +119,10 @@ pub async fn list(
             "limit must be 1..=1000",
         ));
     }
+    let filter = filter_of(state.clock.now_ms(), q)?;
     let rows = state
         .store
-        .list_audit(&p.tenant_id, q.before, limit + 1)
+        .list_audit(&p.tenant_id, &filter, limit + 1)
         .await?;
     let more = rows.len() as i64 > limit;
     let events: Vec<AuditEventView> = rows

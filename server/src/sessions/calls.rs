@@ -16,6 +16,7 @@ use crate::auth::secret;
 use crate::core::Core;
 use crate::core_error::CoreError;
 use crate::devices::link::{Link, RawResult, Reply};
+use crate::sessions::call_audit;
 use crate::sessions::table::{Abort, BusyGuard, Session};
 use crate::telemetry::metrics as telemetry;
 
@@ -224,6 +225,9 @@ pub async fn call(
         tenant = %session.tenant_id,
         outcome = tracing::field::Empty,
     );
+    // The host the call acts on, for its audit row: a page action's is its
+    // tab's before the call (sessions::call_audit).
+    let before = tabs(session).target(&method, &call.params);
     let result = if state.shutdown.is_cancelled() {
         Err(CoreError::ShuttingDown)
     } else {
@@ -250,8 +254,41 @@ pub async fn call(
         .config
         .metrics_tenant_label
         .then_some(session.tenant_id.as_str());
-    telemetry::call_finished(&method, outcome, started.elapsed(), tenant);
+    let took = started.elapsed();
+    telemetry::call_finished(&method, outcome, took, tenant);
+    // Every call is in the team's trail, in the order its session made them;
+    // queued, not committed, before the agent is answered.
+    let host = match &result {
+        Ok(answer) => {
+            let mut tabs = tabs(session);
+            tabs.learn(&method, answer.get());
+            let moved = matches!(
+                method.as_str(),
+                "tool.navigate_back" | "tool.navigate_forward" | "tool.reload"
+            );
+            if moved {
+                tabs.target(&method, &Map::new())
+            } else {
+                before
+            }
+        }
+        Err(_) => before,
+    };
+    state
+        .audit
+        .queue(call_audit::row(
+            session,
+            &method,
+            host.as_deref(),
+            outcome,
+            took,
+        ))
+        .await;
     result
+}
+
+fn tabs(session: &Session) -> std::sync::MutexGuard<'_, call_audit::TabHosts> {
+    session.tabs.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A method name an agent sent is at most [`text::MAX_METHOD_CHARS`] long: it is

@@ -2,6 +2,7 @@
 //! start and stop, and the call pipeline every agent surface goes through.
 
 mod admission;
+mod call_audit;
 pub mod calls;
 pub mod lifetime;
 pub mod start_stop;

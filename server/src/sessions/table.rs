@@ -88,6 +88,8 @@ pub struct Session {
     /// Navigations the browser stopped under the session's site rules: past a
     /// bound they are counted but no longer audited one by one.
     site_blocks: AtomicU64,
+    /// Which host each tab shows, for the calls' audit rows.
+    pub(crate) tabs: Mutex<crate::sessions::call_audit::TabHosts>,
 }
 
 #[derive(Debug, Default)]
@@ -143,6 +145,7 @@ impl Session {
             idle: Notify::new(),
             policy,
             site_blocks: AtomicU64::new(0),
+            tabs: Mutex::default(),
         })
     }
 

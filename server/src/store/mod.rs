@@ -11,7 +11,7 @@
 
 mod delegations;
 mod error;
-pub(crate) mod group_commit;
+pub mod group_commit;
 mod members;
 mod policies;
 mod postgres;
@@ -292,11 +292,11 @@ pub trait Store: MemberStore + PolicyStore + DelegationStore + Send + Sync + 'st
 
     // Audit.
     async fn insert_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError>;
-    /// Newest first, ids below `before` when given.
+    /// Newest first, the rows `filter` admits.
     async fn list_audit(
         &self,
         tenant_id: &str,
-        before: Option<i64>,
+        filter: &AuditFilter,
         limit: i64,
     ) -> Result<Vec<AuditRecord>, StoreError>;
 }

@@ -60,6 +60,24 @@ impl DeviceRecord {
     }
 }
 
+/// Which audit rows a listing wants; every field set narrows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Ids below this (the next page).
+    pub before: Option<i64>,
+    /// This action exactly (`session.call`).
+    pub action: Option<String>,
+    /// Actions that start with this (`session.`).
+    pub action_prefix: Option<String>,
+    pub actor: Option<String>,
+    pub target: Option<String>,
+    pub outcome: Option<String>,
+    /// At or after this time (ms).
+    pub since: Option<i64>,
+    /// Before this time (ms).
+    pub until: Option<i64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRecord {
     pub id: i64,

@@ -212,12 +212,12 @@ impl Store for TimedStore {
     async fn list_audit(
         &self,
         tenant_id: &str,
-        before: Option<i64>,
+        filter: &AuditFilter,
         limit: i64,
     ) -> Result<Vec<AuditRecord>, StoreError> {
         timed!(
             "list_audit",
-            self.inner.list_audit(tenant_id, before, limit)
+            self.inner.list_audit(tenant_id, filter, limit)
         )
     }
 }
