@@ -220,9 +220,17 @@ async fn agent_commands_reach_the_browser() {
     assert_eq!(r.json()["sessions"][0]["id"], session.as_str());
     let r = latchkey(cfg, &env, &["session", "stop", &session]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // A stopped session says why, with the not-found exit code.
     let r = latchkey(cfg, &env_s, &["--json", "snapshot"]).await;
     assert_eq!(r.code, i32::from(exit::NOT_FOUND));
-    assert_eq!(r.json()["error"]["code"], "not_found");
+    assert_eq!(r.json()["error"]["code"], "session_ended");
+    assert_eq!(r.json()["error"]["data"]["reason"], "stopped");
+    let r = latchkey(cfg, &env_s, &["snapshot"]).await;
+    assert!(
+        r.stderr.contains("the session ended: its agent stopped it"),
+        "{}",
+        r.stderr
+    );
 
     // Usage errors.
     let r = latchkey(cfg, &env, &["--json", "snapshot"]).await;

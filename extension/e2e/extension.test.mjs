@@ -79,6 +79,22 @@ test('a session drives an Agent Window: navigation, html, screenshot, tabs, stop
     'Agent Window opened',
   );
 
+  // The window opens behind the person's, on our page saying who opened it.
+  const landing = await waitFor(() => browser.context.pages().find((p) => p.url().includes(`agent-window.html?session=${session.id}`)), 10_000, 'the Agent Window page');
+  await waitFor(async () => /e2e-agent/.test((await landing.locator('#agent').textContent()) ?? ''), 10_000, 'the agent named');
+  const focused = await browser.worker.evaluate((id) => chrome.windows.get(id).then((w) => w.focused), session.agent_window_id);
+  assert.equal(focused, false, 'the Agent Window does not take focus unasked');
+
+  // A tab the person opens in the Agent Window is theirs: it moves to a window of theirs.
+  const personal = await browser.worker.evaluate((windowId) => chrome.tabs.create({ windowId, url: 'about:blank' }).then((t) => t.id), session.agent_window_id);
+  await waitFor(
+    async () => (await browser.worker.evaluate((id) => chrome.tabs.get(id).then((t) => t.windowId), personal)) !== session.agent_window_id,
+    10_000,
+    'the person\'s tab moved out of the Agent Window',
+  );
+  assert.ok(!(await latchkey(env, ['tab', 'list', '--scope', 'agent'])).tabs.some((t) => t.tab_id === personal));
+  await browser.worker.evaluate((id) => chrome.tabs.remove(id), personal);
+
   const a = await latchkey(env, ['navigate', `${site.base}/a`]);
   assert.equal(a.reached, 'load');
   assert.equal(a.final_url, `${site.base}/a`);
@@ -157,6 +173,9 @@ test('a user tab is borrowed only with the person\'s consent, and returned to it
   const confirm = await prompt;
   await confirm.waitForSelector('#allow');
   assert.match((await confirm.locator('#url').textContent()) ?? '', /\/c$/);
+  // It names who asks, and gives the person a minute.
+  await waitFor(async () => /^e2e-agent/.test((await confirm.locator('#agent').textContent()) ?? ''), 5_000, 'the agent named');
+  assert.match((await confirm.locator('#countdown').textContent()) ?? '', /in (59|60) s/);
   await press(confirm, '#allow');
   const borrowed = await borrowing;
   assert.equal(borrowed.tab_id, tab.tab_id);
@@ -180,7 +199,17 @@ test('a user tab is borrowed only with the person\'s consent, and returned to it
   const confirm2 = await prompt2;
   await confirm2.waitForSelector('#deny');
   await press(confirm2, '#deny');
-  await assert.rejects(denied, (e) => JSON.parse(e.stdout).error.code === 'cancelled');
+  await assert.rejects(denied, (e) => {
+    const err = JSON.parse(e.stdout).error;
+    return err.code === 'cancelled' && err.data?.reason === 'borrow_denied';
+  });
+  assert.equal((await browser.worker.evaluate((id) => chrome.tabs.get(id), tab.tab_id)).windowId, borrowed.original_window_id);
+  // Nobody answers within the agent's own 1.5 s: timed out, told apart from a no.
+  const unanswered = latchkey(env, ['call', 'tool.tab_borrow', '--params', JSON.stringify({ tab_id: tab.tab_id, timeout_ms: 1500 })]);
+  await assert.rejects(unanswered, (e) => {
+    const err = JSON.parse(e.stdout).error;
+    return err.code === 'cancelled' && err.data?.reason === 'borrow_timed_out';
+  });
   assert.equal((await browser.worker.evaluate((id) => chrome.tabs.get(id), tab.tab_id)).windowId, borrowed.original_window_id);
 
   await latchkey(agentEnv, ['session', 'stop', session.id]);
@@ -195,6 +224,23 @@ test('closing the Agent Window ends the session', async () => {
     10_000,
     'session gone',
   );
+});
+
+test('the popup lists each session with its agent, and End ends that one', async () => {
+  const session = await latchkey(agentEnv, ['session', 'start', '--purpose', 'Compare prices']);
+  const row = popup.locator(`#session-list li[data-session="${session.id}"]`);
+  await waitFor(() => row.count(), 10_000, 'the session listed');
+  const text = (await row.textContent()) ?? '';
+  assert.match(text, /e2e-agent/);
+  assert.match(text, /Compare prices/);
+  assert.match(text, /started less than a minute ago/);
+  await row.locator('.end-session').click();
+  await waitFor(() => row.count().then((n) => n === 0), 10_000, 'the row gone');
+  const ended = await latchkey({ ...agentEnv, LATCHKEY_SESSION: session.id }, ['snapshot']).then(
+    () => assert.fail('the session still answers'),
+    (e) => JSON.parse(e.stdout).error,
+  );
+  assert.deepEqual([ended.code, ended.data?.reason], ['session_ended', 'user_stopped']);
 });
 
 test('restarting latchkeyd brings the extension back by itself', async () => {

@@ -235,14 +235,20 @@ test('a snapshot of a 5,000-element page respects max_tokens and reports truncat
   assert.equal(full.ref_count, 5000);
 });
 
-test('the Stop button on the page refuses the next input; snapshots still work', async () => {
+/** The centre of a banner button (the root is closed; a person's click is a real one):
+ * the bar is 6 px from the bottom-left corner with 4 px padding; Stop is 64 × 26 px,
+ * then Interrupt, 84 × 26 px, 8 px further. */
+async function bannerButton(page, which) {
+  const height = await page.evaluate(() => innerHeight);
+  const x = which === 'stop' ? 6 + 4 + 32 : 6 + 4 + 64 + 8 + 42;
+  return [x, height - 6 - 4 - 13];
+}
+
+test('Interrupt on the page refuses the next input; snapshots still work', async () => {
   await latchkey(env, ['navigate', `${site.base}/controls`]);
   const page = await waitFor(() => browser.context.pages().find((p) => p.url() === `${site.base}/controls`), 10_000, 'the page');
   await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
-  // The banner's Stop button: 64 × 26 px at the right end of a bar 6 px from the
-  // top-right corner, inside a closed shadow root; a person's click is a real one.
-  const width = await page.evaluate(() => innerWidth);
-  await page.mouse.click(width - 6 - 4 - 32, 6 + 4 + 13);
+  await page.mouse.click(...(await bannerButton(page, 'interrupt')));
   const s = await snapshot();
   const aborted = await failure(latchkey(env, ['click', refOf(s.text, /button "Save"/)]));
   assert.equal(aborted.code, 'user_aborted');
@@ -252,7 +258,38 @@ test('the Stop button on the page refuses the next input; snapshots still work',
   const ok = await latchkey(env, ['click', refOf(again.text, /button "Save"/)]);
   assert.equal(ok.dialogs?.[0]?.message, 'Saved!');
   // The team's trail has the press, under the browser.
-  await waitFor(async () => (await auditRows()).some((e) => e.action === 'session.interrupt' && e.target === `session:${session.id}` && e.actor.startsWith('device:')), 10_000, 'the Stop press audited');
+  await waitFor(async () => (await auditRows()).some((e) => e.action === 'session.interrupt' && e.target === `session:${session.id}` && e.actor.startsWith('device:')), 10_000, 'the interrupt audited');
+});
+
+test('Stop on the page ends the session: the window closes, the agent is told why, the trail says who', async () => {
+  const other = await latchkey(agentEnv, ['session', 'start']);
+  const otherEnv = { ...agentEnv, LATCHKEY_SESSION: other.id };
+  await latchkey(otherEnv, ['navigate', `${site.base}/a`]);
+  const page = await waitFor(
+    async () => {
+      for (const p of browser.context.pages()) {
+        if (p.url() !== `${site.base}/a`) continue;
+        const windowId = await browser.worker.evaluate((u) => chrome.tabs.query({ url: u }).then((t) => t.map((x) => x.windowId)), p.url());
+        if (windowId.includes(other.agent_window_id)) return p;
+      }
+      return undefined;
+    },
+    10_000,
+    'the page',
+  );
+  await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
+  await page.mouse.click(...(await bannerButton(page, 'stop')));
+  const windows = () => browser.worker.evaluate(() => chrome.windows.getAll().then((w) => w.map((x) => x.id)));
+  await waitFor(async () => !(await windows()).includes(other.agent_window_id), 10_000, 'the Agent Window closed');
+  const told = await failure(latchkey(otherEnv, ['snapshot']));
+  assert.deepEqual([told.code, told.data?.reason], ['session_ended', 'user_stopped']);
+  await waitFor(
+    async () => (await auditRows()).some((e) => e.action === 'session.end' && e.target === `session:${other.id}` && e.detail === 'user_stopped'),
+    10_000,
+    'the Stop audited',
+  );
+  // The other session carries on.
+  assert.match((await snapshot()).text, /button "Save"|link|heading/);
 });
 
 /** The newest rows of the team's audit trail. */
@@ -359,9 +396,10 @@ test('the kill switch ends every session, disconnects, and stays off until recon
   assert.ok((await windows()).includes(second.agent_window_id));
   await popup.click('#stop-all');
   await waitFor(async () => (await popup.locator('#status').getAttribute('aria-label'))?.startsWith('Disconnected'), 10_000, 'disconnected');
-  assert.equal((await failure(waiting)).code, 'browser_disconnected');
+  const cut = await failure(waiting);
+  assert.deepEqual([cut.code, cut.data?.reason], ['session_ended', 'kill_switch']);
   const gone = await failure(latchkey(env, ['snapshot']));
-  assert.ok(['browser_disconnected', 'not_found'].includes(gone.code), JSON.stringify(gone));
+  assert.deepEqual([gone.code, gone.data?.reason], ['session_ended', 'kill_switch']);
   const windowsAfter = await windows();
   assert.ok(!windowsAfter.includes(second.agent_window_id) && !windowsAfter.includes(session.agent_window_id), 'Agent Windows closed');
   const list = await latchkey(agentEnv, ['browsers']);

@@ -13,7 +13,8 @@ browser_id?: string,
  */
 width?: number, height?: number, 
 /**
- * Focus the Agent Window (default true).
+ * Bring the Agent Window to the front, taking focus from the browser's
+ * person (default false: it opens behind what they are doing).
  */
 focused?: boolean, 
 /**

@@ -23,8 +23,11 @@ pub const FEATURE_SITE_RULES: &str = "site_rules";
 /// The extension asks its person before a session starts when the start
 /// carries `consent`, and answers with the person's decision.
 pub const FEATURE_CONSENT: &str = "consent";
+/// The extension shows its person which agent drives each session: the start
+/// carries `agent` ([`SessionAgent`]), and a stop carries its `reason`.
+pub const FEATURE_AGENT_INFO: &str = "agent_info";
 /// Every feature this gateway knows, in the order the docs list them.
-pub const FEATURES: [&str; 2] = [FEATURE_SITE_RULES, FEATURE_CONSENT];
+pub const FEATURES: [&str; 3] = [FEATURE_SITE_RULES, FEATURE_CONSENT, FEATURE_AGENT_INFO];
 /// At most this many entries of `latchkey_features` are read; more are ignored.
 pub const MAX_FEATURES: usize = 16;
 
@@ -40,8 +43,23 @@ pub const EVENT_KILL_SWITCH: &str = "latchkey.kill_switch";
 /// The gateway's handshake answer lists this in `latchkey_features`: it reads
 /// [`EVENT_KILL_SWITCH`].
 pub const GATEWAY_FEATURE_KILL_SWITCH: &str = "kill_switch";
+/// Event `{session_id}`: the person pressed Stop on an Agent Window, and the
+/// extension has already ended the session on its side (borrowed tabs given
+/// back, window closed). The gateway drops the session without
+/// `tool.session_stop` and ends it with reason `user_stopped`. Sent only to a
+/// gateway listing [`GATEWAY_FEATURE_USER_STOP`]; to any other the extension
+/// reports the same end as `session.window_closed`, which the contract defines.
+pub const EVENT_USER_STOP: &str = "latchkey.user_stop";
+/// The gateway's handshake answer lists this: it reads [`EVENT_USER_STOP`].
+pub const GATEWAY_FEATURE_USER_STOP: &str = "user_stop";
 /// What this gateway lists in its handshake answer.
-pub const GATEWAY_FEATURES: [&str; 1] = [GATEWAY_FEATURE_KILL_SWITCH];
+pub const GATEWAY_FEATURES: [&str; 2] = [GATEWAY_FEATURE_KILL_SWITCH, GATEWAY_FEATURE_USER_STOP];
+
+/// How long our extension waits for the person to answer a borrow
+/// confirmation unless they set otherwise (the contract's 5 s is too short for
+/// someone away from the screen). The gateway's default deadline for
+/// `tool.tab_borrow` is longer still, so the browser's own answer arrives first.
+pub const BORROW_CONFIRM_MS: u64 = 60_000;
 
 /// Request: the session's site rules changed (a policy was written while it
 /// ran); the extension answers `{}` and enforces the new rules from then on.
@@ -92,6 +110,23 @@ pub struct ConsentRequest {
     /// How long the person has to answer; no answer denies.
     #[ts(type = "number")]
     pub timeout_ms: u64,
+}
+
+/// Who drives a session (param `agent` of `tool.session_start`, to an
+/// extension listing [`FEATURE_AGENT_INFO`]): what its banner and popup show.
+/// Every string was cleaned by the gateway; the extension shows it as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SessionAgent {
+    /// The agent token's id.
+    pub agent_id: String,
+    /// The agent's name, as its team named its token.
+    pub name: String,
+    /// The team the agent belongs to.
+    pub team: String,
+    /// Why the agent wants the browser, in its own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub purpose: Option<String>,
 }
 
 /// How the person let a session in (`consent` in `tool.session_start`'s
@@ -158,6 +193,7 @@ pub struct SiteBlocked {
 pub struct Features {
     pub site_rules: bool,
     pub consent: bool,
+    pub agent_info: bool,
 }
 
 impl Features {
@@ -168,6 +204,7 @@ impl Features {
             match name.as_str() {
                 FEATURE_SITE_RULES => f.site_rules = true,
                 FEATURE_CONSENT => f.consent = true,
+                FEATURE_AGENT_INFO => f.agent_info = true,
                 _ => {}
             }
         }
@@ -183,6 +220,9 @@ impl Features {
         if self.consent {
             out.push(FEATURE_CONSENT);
         }
+        if self.agent_info {
+            out.push(FEATURE_AGENT_INFO);
+        }
         out
     }
 }
@@ -196,8 +236,9 @@ mod tests {
         let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(Features::of(None), Features::default());
         let f = Features::of(Some(&list(&["consent", "telepathy", "site_rules"])));
-        assert!(f.consent && f.site_rules);
+        assert!(f.consent && f.site_rules && !f.agent_info);
         assert_eq!(f.names(), vec!["site_rules", "consent"]);
+        assert_eq!(Features::of(Some(&list(&FEATURES))).names(), FEATURES);
         let mut long = list(&["x"; MAX_FEATURES]);
         long.push("consent".into());
         assert_eq!(Features::of(Some(&long)), Features::default());

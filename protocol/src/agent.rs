@@ -45,7 +45,8 @@ pub struct StartSessionRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub height: Option<u32>,
-    /// Focus the Agent Window (default true).
+    /// Bring the Agent Window to the front, taking focus from the browser's
+    /// person (default false: it opens behind what they are doing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub focused: Option<bool>,
@@ -152,8 +153,11 @@ pub enum SessionEvent {
     /// The user pressed Stop; in-flight calls were aborted and the next mutating call
     /// will be refused with `user_aborted`.
     UserInterrupt { session_id: String },
-    /// The session ended (stopped, idle, browser gone, revoked).
-    SessionEnded { session_id: String, reason: String },
+    /// The session ended; `reason` says who or what ended it.
+    SessionEnded {
+        session_id: String,
+        reason: crate::end_reason::EndReason,
+    },
     /// The browser stopped a tab of the session on its way to a site the
     /// session's policy refuses, a navigation the gateway could not see (a
     /// redirect, a link, `window.open`): the tab now shows why
@@ -210,7 +214,7 @@ mod tests {
             SessionEvent::UserInterrupt { session_id: id() },
             SessionEvent::SessionEnded {
                 session_id: id(),
-                reason: "stopped".into(),
+                reason: crate::end_reason::EndReason::Stopped,
             },
         ] {
             let json = serde_json::to_value(&event).expect("serialises");

@@ -57,6 +57,9 @@ pub enum ErrorCode {
     /// The API token this socket, stream, session or call runs on reached its expiry
     /// while it was in use; everything it held was ended at that instant.
     TokenExpired,
+    /// The session ended before or during this call; `data.reason` says who or
+    /// what ended it (an [`crate::EndReason`], docs/sessions.md).
+    SessionEnded,
     /// A bug or an unexpected failure; details are in the server log.
     Internal,
 }
@@ -133,6 +136,7 @@ error_table! {
     BrowserDisconnected    => 502, None, exit::BROWSER;
     TokenRevoked           => 401, Some(CloseCode::TokenRevoked), exit::AUTH;
     TokenExpired           => 401, Some(CloseCode::TokenExpired), exit::AUTH;
+    SessionEnded           => 410, None, exit::NOT_FOUND;
     Internal               => 500, Some(CloseCode::InternalError), exit::FAILURE;
 }
 
@@ -188,6 +192,7 @@ impl ErrorCode {
             ErrorCode::BrowserDisconnected => "browser_disconnected",
             ErrorCode::TokenRevoked => "token_revoked",
             ErrorCode::TokenExpired => "token_expired",
+            ErrorCode::SessionEnded => "session_ended",
             ErrorCode::Internal => "internal",
         }
     }
@@ -302,7 +307,7 @@ mod tests {
         let all: Vec<ErrorCode> = ERROR_TABLE.iter().map(|m| m.code).collect();
         let unique: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(all.len(), unique.len(), "a code appears twice");
-        assert_eq!(all.len(), 26, "a new code needs a row");
+        assert_eq!(all.len(), 27, "a new code needs a row");
         for m in ERROR_TABLE {
             let json = serde_json::to_string(&m.code).expect("serialise");
             assert_eq!(json, format!("\"{}\"", m.code.as_str()));

@@ -12,6 +12,7 @@ pub mod authorize;
 pub mod close_code;
 pub mod delegation;
 pub mod effect;
+pub mod end_reason;
 pub mod error_code;
 pub mod frame;
 pub mod handshake;
@@ -22,5 +23,6 @@ pub mod tools;
 pub mod ts_constants;
 
 pub use close_code::CloseCode;
+pub use end_reason::EndReason;
 pub use error_code::{ErrorBody, ErrorCode};
 pub use frame::{ErrorFrame, EventFrame, Frame, FrameError, RequestFrame, SuccessFrame};

@@ -50,6 +50,12 @@ pub fn typescript_constants() -> String {
         ("EVENT_SITE_BLOCKED", additions::EVENT_SITE_BLOCKED),
         ("SESSION_RULES", additions::SESSION_RULES),
         ("EVENT_KILL_SWITCH", additions::EVENT_KILL_SWITCH),
+        ("FEATURE_AGENT_INFO", additions::FEATURE_AGENT_INFO),
+        ("EVENT_USER_STOP", additions::EVENT_USER_STOP),
+        (
+            "GATEWAY_FEATURE_USER_STOP",
+            additions::GATEWAY_FEATURE_USER_STOP,
+        ),
         (
             "GATEWAY_FEATURE_KILL_SWITCH",
             additions::GATEWAY_FEATURE_KILL_SWITCH,
@@ -70,6 +76,7 @@ pub fn typescript_constants() -> String {
             "MAX_ALLOWANCE_HOURS",
             additions::MAX_ALLOWANCE_HOURS as usize,
         ),
+        ("BORROW_CONFIRM_MS", additions::BORROW_CONFIRM_MS as usize),
         (
             "MAX_REPORTED_HOST_CHARS",
             additions::MAX_REPORTED_HOST_CHARS,

@@ -35,6 +35,8 @@ fn export_all(dir: &Path) {
         latchkey_protocol::additions::ConsentRequest,
         latchkey_protocol::additions::ConsentGiven,
         latchkey_protocol::additions::SiteBlocked,
+        latchkey_protocol::additions::SessionAgent,
+        latchkey_protocol::EndReason,
         authorize::AuthorizeAction,
         authorize::AuthorizeRequest,
         authorize::AuthorizeGrant,

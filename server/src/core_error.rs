@@ -3,7 +3,7 @@
 //! calls, device links) returns these; only the surfaces turn them into bodies, so
 //! a condition cannot get two codes and a surface cannot invent a third.
 
-use latchkey_protocol::{ErrorBody, ErrorCode};
+use latchkey_protocol::{EndReason, ErrorBody, ErrorCode};
 use serde_json::json;
 
 use crate::auth::token_watch::TokenEnd;
@@ -14,6 +14,9 @@ use crate::policy::PolicyDenial;
 pub enum CoreError {
     /// The session id is unknown, foreign, or already stopped.
     SessionNotFound,
+    /// The session ended (now or shortly before): the reason reaches the agent
+    /// whoever ended it.
+    SessionEnded(EndReason),
     /// The session is being stopped; nothing new is taken.
     SessionStopping,
     /// Another call is in flight on the session (calls are never queued).
@@ -93,6 +96,7 @@ impl CoreError {
     pub fn code(&self) -> ErrorCode {
         match self {
             CoreError::SessionNotFound | CoreError::BrowserNotOnline => ErrorCode::NotFound,
+            CoreError::SessionEnded(_) => ErrorCode::SessionEnded,
             CoreError::SessionStopping
             | CoreError::SessionBusy
             | CoreError::CancelCleanupTimeout
@@ -144,6 +148,10 @@ impl CoreError {
             CoreError::SessionNotFound => {
                 ("session not registered or already stopped".into(), None)
             }
+            CoreError::SessionEnded(reason) => (
+                format!("the session ended: {}", reason.describe()),
+                Some(json!({ "reason": reason })),
+            ),
             CoreError::SessionStopping => ("session is stopping".into(), None),
             CoreError::SessionBusy => ("session already has an unfinished command".into(), None),
             CoreError::CancelCleanupTimeout => ("the in-flight call did not finish".into(), None),

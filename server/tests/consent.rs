@@ -242,7 +242,7 @@ async fn an_extension_that_cannot_ask_gets_no_session(backend: Backend) {
         .map(String::as_str)
         .collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["session_id"], "{params}");
+    assert_eq!(keys, ["focused", "session_id"], "{params}");
     agent.stop(&session.id).await.expect("stop");
 
     put(

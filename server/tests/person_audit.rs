@@ -8,21 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use latchkey_testkit::{AdminClient, Backend, TestServer, backend_tests, wait_until};
+use latchkey_testkit::{AdminClient, Backend, SessionOnBrowser, TestServer, backend_tests};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(10);
-const FIELDS: [&str; 5] = ["action", "actor", "target", "outcome", "detail"];
+use latchkey_testkit::admin::AUDIT_FIELDS as FIELDS;
 
-/// Whether the trail has a row with every one of `parts` among its fields.
+/// Whether the trail comes to have a row with every one of `parts`.
 async fn logged(admin: &AdminClient, parts: &[&str]) -> bool {
-    wait_until(DEADLINE, || async {
-        admin
-            .audit_lines(100, &FIELDS)
-            .await
-            .is_ok_and(|lines| lines.iter().any(|l| parts.iter().all(|p| l.contains(p))))
-    })
-    .await
+    admin.audit_has(DEADLINE, parts).await
 }
 
 async fn the_person_s_stop_and_kill_switch_are_in_the_trail(backend: Backend) {
@@ -35,7 +29,7 @@ async fn the_person_s_stop_and_kill_switch_are_in_the_trail(backend: Backend) {
     let answer = socket.handshake().await.expect("handshake");
     assert_eq!(
         answer.latchkey_features,
-        Some(vec!["kill_switch".to_string()])
+        Some(vec!["kill_switch".to_string(), "user_stop".to_string()])
     );
     drop(socket);
 
@@ -55,7 +49,12 @@ async fn the_person_s_stop_and_kill_switch_are_in_the_trail(backend: Backend) {
     assert!(
         logged(
             &admin,
-            &["session.interrupt", &actor, &target, "Stop pressed;"]
+            &[
+                "session.interrupt",
+                &actor,
+                &target,
+                "interrupted by the person"
+            ]
         )
         .await,
         "{:#?}",
@@ -95,12 +94,15 @@ backend_tests!(
 async fn a_dropped_connection_is_not_a_kill_switch(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let (device, browser) = server
-        .new_browser(Arc::new(|_| None))
+    let SessionOnBrowser {
+        device,
+        browser,
+        agent,
+        session,
+    } = server
+        .session_on_new_browser(Arc::new(|_| None))
         .await
-        .expect("browser");
-    let agent = server.new_agent().await.expect("agent");
-    let session = agent.start(None).await.expect("start").id;
+        .expect("a session");
     let mut events = agent.events(&session).await.expect("events");
     browser.drop_connection();
     let (_, data) = events.next_event().await.expect("an event");

@@ -231,7 +231,10 @@ async fn who_may_start_and_consent_reach_running_sessions(backend: Backend) {
         .call(&beta_session, "tool.tab_list", json!({}))
         .await
         .expect("answer");
-    assert_eq!(gone.code(), "not_found");
+    assert_eq!(
+        (gone.code(), gone.reason()),
+        ("session_ended", "policy_changed")
+    );
     let closed = wait_until(DEADLINE, || async {
         browser.count("tool.session_stop") == 1
     })
@@ -257,7 +260,10 @@ async fn who_may_start_and_consent_reach_running_sessions(backend: Backend) {
         .call(&alpha_session, "tool.tab_list", json!({}))
         .await
         .expect("answer");
-    assert_eq!(gone.code(), "not_found");
+    assert_eq!(
+        (gone.code(), gone.reason()),
+        ("session_ended", "policy_changed")
+    );
     let refused = alpha.try_start(None).await.expect("answer");
     assert_eq!(refused.reason(), "consent_denied");
     assert_eq!(refused.body["error"]["data"]["from"], json!(["device"]));
@@ -328,7 +334,10 @@ async fn a_session_ends_at_its_time_limit(backend: Backend) {
         .call(&session, "tool.tab_list", json!({}))
         .await
         .expect("answer");
-    assert_eq!(gone.code(), "not_found");
+    assert_eq!(
+        (gone.code(), gone.reason()),
+        ("session_ended", "time_limit")
+    );
     let row = wait_until(DEADLINE, || async {
         get(&admin, "/v1/admin/audit?limit=20").await["events"]
             .as_array()

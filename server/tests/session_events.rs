@@ -65,7 +65,7 @@ async fn window_closed_drops_the_session_without_a_stop() {
         .call(&s.id, "tool.snapshot", json!({}))
         .await
         .expect("call");
-    assert_eq!(r.code(), "not_found");
+    assert_eq!((r.code(), r.reason()), ("session_ended", "window_closed"));
     assert_eq!(
         browser.count("tool.session_stop"),
         0,

@@ -95,7 +95,10 @@ async fn start_call_stop() {
         .call(&session.id, "tool.snapshot", json!({}))
         .await
         .expect("call");
-    assert_eq!((r.status, r.code()), (404, "not_found"));
+    assert_eq!(
+        (r.status, r.code(), r.reason()),
+        (410, "session_ended", "stopped")
+    );
     assert!(agent.sessions().await.expect("list").sessions.is_empty());
     server.stop().await;
 }

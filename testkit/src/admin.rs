@@ -168,6 +168,17 @@ impl AdminClient {
             .collect())
     }
 
+    /// Whether, within `deadline`, the newest 500 rows come to hold one whose
+    /// action, actor, target, outcome and detail contain every one of `parts`.
+    pub async fn audit_has(&self, deadline: std::time::Duration, parts: &[&str]) -> bool {
+        crate::wait_until(deadline, || async {
+            self.audit_lines(500, &AUDIT_FIELDS)
+                .await
+                .is_ok_and(|lines| lines.iter().any(|l| parts.iter().all(|p| l.contains(p))))
+        })
+        .await
+    }
+
     /// A member token of `member_id` (their own credential, docs/people.md): its secret.
     pub async fn member_token(&self, member_id: &str) -> anyhow::Result<String> {
         let body = serde_json::json!({"name": "own", "role": "member", "member_id": member_id});
@@ -183,3 +194,6 @@ impl AdminClient {
             .await
     }
 }
+
+/// Every field of an audit row a test matches on.
+pub const AUDIT_FIELDS: [&str; 5] = ["action", "actor", "target", "outcome", "detail"];

@@ -434,3 +434,32 @@ impl crate::TestServer {
         Ok((grant.device_id, crate::FakeBrowser::serve(socket, script)))
     }
 }
+
+/// A browser online with a script, an agent, and the agent's session on it:
+/// what most session tests start from.
+#[derive(Debug)]
+pub struct SessionOnBrowser {
+    pub device: String,
+    pub browser: crate::FakeBrowser,
+    pub agent: crate::FakeAgent,
+    pub session: String,
+}
+
+impl crate::TestServer {
+    /// A new browser served by `script`, a new agent, and a session of that
+    /// agent on that browser.
+    pub async fn session_on_new_browser(
+        &self,
+        script: crate::Script,
+    ) -> anyhow::Result<SessionOnBrowser> {
+        let (device, browser) = self.new_browser(script).await?;
+        let agent = self.new_agent().await?;
+        let session = agent.start(Some(&device)).await?.id;
+        Ok(SessionOnBrowser {
+            device,
+            browser,
+            agent,
+            session,
+        })
+    }
+}

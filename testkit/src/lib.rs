@@ -26,7 +26,7 @@ pub use agent::{CallOutcome, EventStream, FakeAgent};
 pub use agent_socket::AgentSocket;
 pub use browser::{Action, FakeBrowser, Script};
 pub use daemon::Daemon;
-pub use extension::{ExtensionSocket, FakeExtension};
+pub use extension::{ExtensionSocket, FakeExtension, SessionOnBrowser};
 pub use reqwest;
 pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};
 pub use tokio_tungstenite;

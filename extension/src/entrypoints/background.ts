@@ -8,20 +8,29 @@ import { forgetCredential, loadCredential } from '../lib/credential';
 import type { Params } from '../lib/dispatcher';
 import { Gateway } from '../lib/gateway';
 import { parseLink } from '../lib/link';
-import type { PageMessage, Reply, Request, StatusView } from '../lib/messages';
-import { Sessions } from '../lib/sessions';
+import type { PageMessage, Reply, Request, SessionSummary, StatusView } from '../lib/messages';
+import { type AgentSession, Sessions } from '../lib/sessions';
 import { getHtml, screenshot } from '../lib/tools/content';
 import { navigate, navigateBack, navigateForward, reload, waitForNavigation } from '../lib/tools/navigation';
 import { Confirmations, tabBorrow } from '../lib/tools/borrow';
-import { sessionRules, sessionStart, sessionStop } from '../lib/tools/session';
+import { endHere, sessionRules, sessionStart, sessionStop } from '../lib/tools/session';
 import { Consents } from '../lib/consent';
 import { SiteGuard } from '../lib/siteguard';
 import { tabClose, tabCreate, tabList, tabReturn, tabSelect } from '../lib/tools/tabs';
 import { ActivityLog } from '../lib/activity';
-import { showBanner } from '../lib/banner';
+import { type BannerMark, showBanner } from '../lib/banner';
+import { agentLabel } from '../lib/agentinfo';
+import { claimOrEvict } from '../lib/tabowner';
 import { Cdp, reportingDialogs } from '../lib/cdp';
 import { loadSettings, saveSettings } from '../lib/settings';
-import { EVENT_KILL_SWITCH, EVENT_USER_INTERRUPT, GATEWAY_FEATURE_KILL_SWITCH } from '@protocol/constants';
+import {
+  EVENT_KILL_SWITCH,
+  EVENT_USER_INTERRUPT,
+  EVENT_USER_STOP,
+  EVENT_WINDOW_CLOSED,
+  GATEWAY_FEATURE_KILL_SWITCH,
+  GATEWAY_FEATURE_USER_STOP,
+} from '@protocol/constants';
 import { evaluate } from '../lib/tools/evaluate';
 import { click, fill, hover, press, select } from '../lib/tools/input';
 import { observe, snapshot, voidRefsOnNavigation } from '../lib/tools/snapshot';
@@ -48,7 +57,15 @@ export default defineBackground(() => {
   const logs = new LogBuffers(cdp);
   const activity = new ActivityLog();
   const serverName = async () => (await loadCredential())?.host ?? 'your team';
-  const help = new HelpRequests(serverName);
+  const agentOf = async (session: AgentSession) => agentLabel(session.agent, await serverName());
+  /** What the mark on a page of `session`'s window says. */
+  const markOf = async (session: AgentSession | undefined): Promise<BannerMark> =>
+    session ? { agent: await agentOf(session), since: session.startedAt } : { agent: `An agent from ${await serverName()}`, since: Date.now() };
+  const markOfTab = async (tabId: number) => {
+    const tab = await browser.tabs.get(tabId).catch(() => undefined);
+    return markOf(tab ? sessions.byWindow(tab.windowId) : undefined);
+  };
+  const help = new HelpRequests(markOfTab);
   const consents = new Consents(serverName);
   const page: LogContext = { sessions, cdp, logs };
   // Agent Window tabs are attached from the start, so that their console, network
@@ -74,7 +91,12 @@ export default defineBackground(() => {
     'tool.tab_close': on(tabClose),
     'tool.tab_select': on(tabSelect),
     'tool.tab_return': on(tabReturn),
-    'tool.tab_borrow': (p: Params, signal: AbortSignal) => tabBorrow(p, sessions, signal, confirmations),
+    'tool.tab_borrow': (p: Params, signal: AbortSignal) =>
+      tabBorrow(p, sessions, signal, {
+        confirmations,
+        agentOf,
+        waitMs: async () => (await loadSettings()).borrowWaitSeconds * 1000,
+      }),
     'tool.navigate': on(reportingDialogs(cdp, navigate)),
     'tool.navigate_back': on(reportingDialogs(cdp, navigateBack)),
     'tool.navigate_forward': on(reportingDialogs(cdp, navigateForward)),
@@ -93,7 +115,11 @@ export default defineBackground(() => {
     'tool.request_help': (p: Params, signal: AbortSignal) => requestHelp(p, { ...page, help }, signal),
     'tool.console': onPage(consoleLog),
     'tool.network': onPage(networkLog),
-  }, (method, params, answer) => activity.record(method, params, answer));
+  }, (method, params, answer) => {
+    activity.record(method, params, answer);
+    const session = typeof params.session_id === 'string' ? sessions.get(params.session_id) : undefined;
+    if (session && method.startsWith('tool.')) session.lastAction = { method, at: Date.now() };
+  });
 
   // Site rules hold in every agent tab, for navigations the gateway cannot see too.
   new SiteGuard(sessions, (event, payload) => gateway.event(event, payload)).install();
@@ -124,24 +150,59 @@ export default defineBackground(() => {
   browser.webNavigation.onCommitted.addListener((d) => {
     if (d.frameId === 0) voidRefsOnNavigation(sessions, d.tabId);
   });
-  // Every page an Agent Window loads shows who controls it, with a Stop button.
+  // Every page an Agent Window loads shows who controls it, with Stop.
   const markAgentTab = async (tabId: number) => {
     const tab = await browser.tabs.get(tabId).catch(() => undefined);
-    if (!tab || !sessions.isAgentWindow(tab.windowId)) return;
-    await showBanner(tabId, await serverName());
+    const session = tab && sessions.byWindow(tab.windowId);
+    if (!session) return;
+    await showBanner(tabId, await markOf(session));
     await help.reshow(tabId);
   };
+  /**
+   * The person ends `session` (Stop on its page, End in the popup): it ends here at
+   * once, then the gateway hears why: `latchkey.user_stop` if it reads it, else the
+   * contract's `session.window_closed`, which ends it there just the same.
+   */
+  const endByPerson = async (session: AgentSession) => {
+    const { failures } = await endHere(session, sessions, (s) => cdp.detachWindow(s.windowId));
+    if (gateway.supports(GATEWAY_FEATURE_USER_STOP)) {
+      gateway.event(EVENT_USER_STOP, { session_id: session.id });
+    } else {
+      gateway.event(EVENT_WINDOW_CLOSED, {
+        session_id: session.id,
+        reason: 'user_closed_window',
+        ...(failures.length ? { return_failures: failures } : {}),
+      });
+    }
+  };
+  const summary = async (s: AgentSession): Promise<SessionSummary> => ({
+    id: s.id,
+    agent: await agentOf(s),
+    ...(s.agent?.purpose ? { purpose: s.agent.purpose } : {}),
+    server: await serverName(),
+    startedAt: s.startedAt,
+    ...(s.lastAction ? { lastAction: s.lastAction } : {}),
+    helpWaiting: help.waitingIn(
+      await browser.tabs.query({ windowId: s.windowId }).then((tabs) => tabs.map((t) => t.id ?? -1), () => []),
+    ),
+  });
   browser.tabs.onRemoved.addListener((tabId) => help.tabClosed(tabId));
   browser.webNavigation.onDOMContentLoaded.addListener((d) => {
     if (d.frameId === 0) void markAgentTab(d.tabId);
   });
+  // Only the agent's tabs stay in an Agent Window; the person's own move out.
   browser.tabs.onAttached.addListener((tabId, info) => {
     if (!sessions.isAgentWindow(info.newWindowId)) return;
-    attach(tabId);
-    void markAgentTab(tabId);
+    void claimOrEvict(sessions, { id: tabId, windowId: info.newWindowId }).then((stays) => {
+      if (!stays) return;
+      attach(tabId);
+      void markAgentTab(tabId);
+    });
   });
   browser.tabs.onCreated.addListener((tab) => {
-    if (tab.id !== undefined && sessions.isAgentWindow(tab.windowId)) attach(tab.id);
+    if (tab.id === undefined || !sessions.isAgentWindow(tab.windowId)) return;
+    const id = tab.id;
+    void claimOrEvict(sessions, tab).then((stays) => stays && attach(id));
   });
   // A tab leaving an Agent Window (a returned borrow) is the person's again.
   // Cancel on Chrome's debugging bar is the person saying stop, like the page's Stop.
@@ -204,8 +265,19 @@ export default defineBackground(() => {
       case 'borrow-details':
         return confirmations.details(req.request) ?? null;
       case 'borrow-answer':
-        confirmations.answer(req.request, req.allow);
+        confirmations.answer(req.request, req.answer);
         return { ok: true, message: '' };
+      case 'session-list':
+        return Promise.all(sessions.all().map(summary));
+      case 'session-details': {
+        const s = sessions.get(req.session);
+        return s ? summary(s) : null;
+      }
+      case 'end-session': {
+        const s = sessions.get(req.session);
+        if (s) await endByPerson(s);
+        return { ok: s !== undefined, message: s ? 'Session ended' : 'That session has already ended' };
+      }
       case 'stop-all': {
         // The kill switch: end every session (borrowed tabs go back), disconnect,
         // and stay disconnected until the person connects again.
@@ -246,7 +318,7 @@ export default defineBackground(() => {
   }
 
   browser.runtime.onMessage.addListener((message: unknown, sender, sendResponse: (r: Reply) => void) => {
-    // The Stop button of an Agent Window page: the one thing an injected script may ask, and only
+    // Stop and Interrupt on an Agent Window page: what an injected script may ask, and only
     // from a tab of an Agent Window (docs/protocol.md, "Events from the extension"). Our scripts
     // in web pages (not our own pages, which may be open in tabs too).
     const ownPage = browser.runtime.getURL('/');
@@ -256,9 +328,10 @@ export default defineBackground(() => {
       sender.tab.id !== undefined &&
       !sender.url?.startsWith(ownPage);
     const pageMessage = message as PageMessage | undefined;
-    if (fromPage && pageMessage?.type === 'agent-stop') {
+    if (fromPage && (pageMessage?.type === 'agent-stop' || pageMessage?.type === 'agent-interrupt')) {
       const session = sessions.byWindow(sender.tab?.windowId as number);
-      if (session) gateway.event(EVENT_USER_INTERRUPT, { session_id: session.id });
+      if (session && pageMessage.type === 'agent-stop') void endByPerson(session);
+      else if (session) gateway.event(EVENT_USER_INTERRUPT, { session_id: session.id });
       sendResponse({ ok: session !== undefined, message: '' });
       return false;
     }

@@ -14,6 +14,8 @@ export interface ActivityEntry {
   tab?: number;
   /** `ok`, or the error code. */
   outcome: string;
+  /** Why the gateway stopped the session (`tool.session_stop` from a gateway that says). */
+  reason?: string;
 }
 
 export const ACTIVITY_LIMIT = 200;
@@ -46,12 +48,15 @@ export class ActivityLog {
     if (!method.startsWith('tool.')) return;
     const session = typeof params.session_id === 'string' ? params.session_id.slice(0, 64) : undefined;
     const tab = tabOf(params, outcome.result);
+    // A stable reason name only: nothing a gateway writes is shown as it came.
+    const reason = method === 'tool.session_stop' && typeof params.reason === 'string' && /^[a-z_]{1,40}$/.test(params.reason) ? params.reason : undefined;
     this.entries.push({
       at,
       method,
       ...(session ? { session } : {}),
       ...(tab !== undefined ? { tab } : {}),
       outcome: outcome.error ? outcome.error.code : 'ok',
+      ...(reason ? { reason } : {}),
     });
     if (this.entries.length > ACTIVITY_LIMIT) this.entries.splice(0, this.entries.length - ACTIVITY_LIMIT);
     clearTimeout(this.saveTimer);

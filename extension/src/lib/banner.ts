@@ -1,10 +1,20 @@
 // The person-facing UI in Agent Window pages (entrypoints/agent-banner.ts): the
-// mark with its Stop button on every page an Agent Window loads (and on a tab the
-// moment it is borrowed), and request_help's panel.
+// mark naming the agent, with Stop and Interrupt, on every page an Agent Window
+// loads (and on a tab the moment it is borrowed), and request_help's panel.
 
 import { browser } from 'wxt/browser';
 import { BANNER_FILE, PAGE_UI_GLOBAL } from './page/global';
 import { isRestricted } from './tools/params';
+
+/** What the mark says: who drives the window and since when. */
+export interface BannerMark {
+  /** "Booker (Travel team)", or "An agent from <server>". */
+  agent: string;
+  /** When the session started (ms since the epoch). */
+  since: number;
+  /** The person interrupted the agent's current action. */
+  interrupted?: boolean;
+}
 
 export interface HelpPanel {
   request: string;
@@ -36,13 +46,13 @@ async function pageUi(tabId: number, op: UiOp, arg: unknown): Promise<boolean> {
   }
 }
 
-export async function showBanner(tabId: number, server: string, interrupted = false): Promise<void> {
-  await pageUi(tabId, 'show', { server, interrupted });
+export async function showBanner(tabId: number, mark: BannerMark): Promise<void> {
+  await pageUi(tabId, 'show', mark);
 }
 
 /** The help panel, with the mark (the panel lives in the mark's shadow root). */
-export async function showHelpPanel(tabId: number, server: string, panel: HelpPanel): Promise<boolean> {
-  await showBanner(tabId, server);
+export async function showHelpPanel(tabId: number, mark: BannerMark, panel: HelpPanel): Promise<boolean> {
+  await showBanner(tabId, mark);
   return pageUi(tabId, 'help', panel);
 }
 

@@ -10,6 +10,7 @@ import {
   AUTH_SUBPROTOCOL_PREFIX,
   EVENT_HEARTBEAT,
   EVENT_WINDOW_CLOSED,
+  FEATURE_AGENT_INFO,
   FEATURE_CONSENT,
   FEATURE_SITE_RULES,
   HANDSHAKE_CLIENT_NAME,
@@ -22,7 +23,7 @@ import { decideOnClose } from './close';
 import { type Credential, loadCredential, saveCredential } from './credential';
 import { Dispatcher, type Observer } from './dispatcher';
 import type { Sessions } from './sessions';
-import { returnTab } from './tools/tabs';
+import { endHere } from './tools/session';
 
 export type Status =
   | 'unpaired'
@@ -147,7 +148,7 @@ export class Gateway {
         min_compatible_peer: '0.0.0',
         min_compatible_protocol: MIN_COMPATIBLE_PROTOCOL,
         // What this build does beyond the contract (docs/protocol.md, "Latchkey's additions").
-        latchkey_features: [FEATURE_SITE_RULES, FEATURE_CONSENT],
+        latchkey_features: [FEATURE_SITE_RULES, FEATURE_CONSENT, FEATURE_AGENT_INFO],
       };
       ws.send(JSON.stringify({ id: handshakeId, method: SYSTEM_HANDSHAKE, params }));
       handshakeTimer = setTimeout(() => ws.close(), HANDSHAKE_REPLY_MS);
@@ -209,11 +210,7 @@ export class Gateway {
 
   /** Nothing survives a disconnect: return borrowed tabs, close Agent Windows. */
   private async teardownSessions(): Promise<void> {
-    for (const s of this.sessions.all()) {
-      this.sessions.remove(s.id);
-      for (const tabId of [...s.borrowed.keys()]) await returnTab(s, tabId).catch(() => undefined);
-      await browser.windows.remove(s.windowId).catch(() => undefined);
-    }
+    for (const s of this.sessions.all()) await endHere(s, this.sessions).catch(() => undefined);
   }
 
   /** The person closed an Agent Window: the session is gone; tell the gateway. */

@@ -4,7 +4,7 @@ import type { ActivityEntry } from './activity';
 import type { Status } from './gateway';
 import type { Settings } from './settings';
 import type { Allowance, ConsentView } from './consent';
-import type { BorrowRequest } from './tools/borrow';
+import type { BorrowAnswer, BorrowRequest } from './tools/borrow';
 
 export type Request =
   | { type: 'status' }
@@ -13,7 +13,7 @@ export type Request =
   | { type: 'connect' }
   | { type: 'forget' }
   | { type: 'borrow-details'; request: string }
-  | { type: 'borrow-answer'; request: string; allow: boolean }
+  | { type: 'borrow-answer'; request: string; answer: BorrowAnswer }
   | { type: 'stop-all' }
   | { type: 'settings' }
   | { type: 'set-settings'; settings: Partial<Settings> }
@@ -24,11 +24,15 @@ export type Request =
   | { type: 'consent-list' }
   | { type: 'consent-answer'; request: string; allow: boolean; hours?: number }
   | { type: 'allowance-list' }
-  | { type: 'allowance-withdraw'; agentId: string };
+  | { type: 'allowance-withdraw'; agentId: string }
+  | { type: 'session-list' }
+  | { type: 'session-details'; session: string }
+  | { type: 'end-session'; session: string };
 
-/** What the extension's UI in an Agent Window page may send: Stop, and help answers. */
+/** What the extension's UI in an Agent Window page may send: Stop, Interrupt, and help answers. */
 export type PageMessage =
   | { type: 'agent-stop' }
+  | { type: 'agent-interrupt' }
   | { type: 'help-answer'; request: string; outcome: 'continued' | 'cancelled' };
 
 export interface HelpView {
@@ -36,6 +40,19 @@ export interface HelpView {
   title: string;
   prompt: string;
   tab: number;
+}
+
+/** One open session, as the popup and the Agent Window's page show it. */
+export interface SessionSummary {
+  id: string;
+  /** "Booker (Travel team)", or "An agent from <server>". */
+  agent: string;
+  purpose?: string;
+  server: string;
+  startedAt: number;
+  lastAction?: { method: string; at: number };
+  /** A request_help waits for the person in this session. */
+  helpWaiting: boolean;
 }
 
 export interface StatusView {
@@ -58,6 +75,8 @@ export type Reply =
   | HelpView[]
   | ConsentView[]
   | Allowance[]
+  | SessionSummary[]
+  | SessionSummary
   | null;
 
 /** Human text for each status, also the accessible label. */

@@ -2,6 +2,7 @@
 // worker's memory; every session is torn down when the connection drops
 // (docs/protocol.md, "Liveness": nothing survives a reconnect).
 
+import type { SessionAgent } from '@protocol/SessionAgent';
 import type { SiteRules } from '@protocol/SiteRules';
 
 export interface Borrowed {
@@ -23,6 +24,18 @@ export interface RefStore {
 export interface AgentSession {
   id: string;
   windowId: number;
+  /** Who drives it, when the gateway says (Latchkey's `agent_info`). */
+  agent?: SessionAgent;
+  /** When it started (ms since the epoch). */
+  startedAt: number;
+  /** The agent's last call in it: method and when it finished. */
+  lastAction?: { method: string; at: number };
+  /**
+   * Tabs that are the agent's: the window's first tab, those it created, and
+   * those its pages opened. A tab the person opens in the window is not one of
+   * them and is moved out (docs/extension.md, "Agent Windows").
+   */
+  agentTabs: Set<number>;
   /** Tabs this session borrowed from the person, by tab id. */
   borrowed: Map<number, Borrowed>;
   /** The refs of the last snapshot or observe. */
@@ -54,6 +67,11 @@ export class Sessions {
   /** Whether `windowId` is any session's Agent Window. */
   isAgentWindow(windowId: number): boolean {
     return this.byWindow(windowId) !== undefined;
+  }
+
+  /** Whether `tabId` is the agent's in its session: created, opened by its pages, or borrowed. */
+  isAgentTab(session: AgentSession, tabId: number): boolean {
+    return session.agentTabs.has(tabId) || session.borrowed.has(tabId);
   }
 
   /** The session that borrowed `tabId`, if any. */

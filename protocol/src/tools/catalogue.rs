@@ -164,12 +164,18 @@ pub static TOOLS: &[Tool] = &[
         Capability::Navigate,
         "make a tab of the Agent Window active",
     ),
-    tool::<params::TabBorrow, results::TabBorrowResult>(
-        "tool.tab_borrow",
-        Mutation,
-        Capability::Borrow,
-        "ask the person to lend one of their tabs",
-    ),
+    Tool {
+        // The browser times the person's answer itself (60 s by default in
+        // our extension, which the person can change up to this deadline).
+        waits_for_person: true,
+        default_deadline_ms: PERSON_DEADLINE_MS,
+        ..tool::<params::TabBorrow, results::TabBorrowResult>(
+            "tool.tab_borrow",
+            Mutation,
+            Capability::Borrow,
+            "ask the person to lend one of their tabs",
+        )
+    },
     tool::<params::TabRequired, results::TabReturnResult>(
         "tool.tab_return",
         Mutation,
@@ -380,7 +386,10 @@ mod tests {
         };
         assert_eq!(flagged(|t| t.gateway_local), ["tool.wait_ms"]);
         assert_eq!(flagged(|t| t.busy_exempt), ["tool.record_stop"]);
-        assert_eq!(flagged(|t| t.waits_for_person), ["tool.request_help"]);
+        assert_eq!(
+            flagged(|t| t.waits_for_person),
+            ["tool.tab_borrow", "tool.request_help"]
+        );
         assert_eq!(
             flagged(|t| t.session_lifecycle),
             ["tool.session_start", "tool.session_stop"]

@@ -53,10 +53,15 @@ pub enum FailureReason {
     SiteNotAllowed,
     /// The tab shows a page whose scheme the session's site rules do not allow.
     SchemeNotAllowed,
+    /// The person refused to lend the tab (our extension; a contract-only one
+    /// answers `cancelled` without a reason).
+    BorrowDenied,
+    /// Nobody answered the borrow confirmation in time.
+    BorrowTimedOut,
 }
 
 impl FailureReason {
-    pub const ALL: [FailureReason; 17] = [
+    pub const ALL: [FailureReason; 19] = [
         Self::AgentWindowScope,
         Self::BorrowConflict,
         Self::RestrictedTabUrl,
@@ -74,6 +79,8 @@ impl FailureReason {
         Self::SiteBlocked,
         Self::SiteNotAllowed,
         Self::SchemeNotAllowed,
+        Self::BorrowDenied,
+        Self::BorrowTimedOut,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -95,6 +102,8 @@ impl FailureReason {
             Self::SiteBlocked => "site_blocked",
             Self::SiteNotAllowed => "site_not_allowed",
             Self::SchemeNotAllowed => "scheme_not_allowed",
+            Self::BorrowDenied => "borrow_denied",
+            Self::BorrowTimedOut => "borrow_timed_out",
         }
     }
 }
@@ -220,8 +229,13 @@ static FAILURES: &[(&[&str], &[Failure])] = &[
             ),
             f(
                 Cancelled,
-                None,
-                "the person refused, or did not answer within about 7 s",
+                Some(R::BorrowDenied),
+                "the person refused to lend the tab",
+            ),
+            f(
+                Cancelled,
+                Some(R::BorrowTimedOut),
+                "nobody answered the confirmation in time (60 s by default in our extension, about 7 s in a contract-only one)",
             ),
             f(
                 InvalidParams,

@@ -2,6 +2,7 @@
 //! parse and judge it (bounds, the rate limit, `cancel`), then answer a request as a
 //! future inside the socket's task; and the frames it writes back.
 
+use latchkey_protocol::EndReason;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -259,7 +260,7 @@ async fn handle(
             let r: SessionRef = params_of(request.params)?;
             let session = state.sessions.owned(p, &r.session_id)?;
             Ok(to_value(
-                &start_stop::stop(state, &session, "stopped").await?,
+                &start_stop::stop(state, &session, EndReason::Stopped).await?,
             ))
         }
         m if m.starts_with("tool.") => {

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use latchkey_protocol::EndReason;
 use latchkey_protocol::agent::{
     CallRequest, SessionList, SessionView, StartSessionRequest, StopSessionResult,
 };
@@ -48,7 +49,9 @@ pub async fn stop(
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
     let session = state.sessions.owned(&p, &id)?;
-    Ok(Json(start_stop::stop(&state, &session, "stopped").await?))
+    Ok(Json(
+        start_stop::stop(&state, &session, EndReason::Stopped).await?,
+    ))
 }
 
 /// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it
@@ -100,6 +103,6 @@ pub async fn admin_stop(
         .get_in_tenant(&p.tenant_id, &id)
         .ok_or(CoreError::SessionNotFound)?;
     Ok(Json(
-        start_stop::stop(&state, &session, "stopped by admin").await?,
+        start_stop::stop(&state, &session, EndReason::StoppedByAdmin).await?,
     ))
 }

@@ -57,10 +57,10 @@ impl TokenEnd {
     }
 
     /// The `reason` of the `session_ended` event of the token's sessions.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> latchkey_protocol::EndReason {
         match self {
-            TokenEnd::Revoked => "token_revoked",
-            TokenEnd::Expired => "token_expired",
+            TokenEnd::Revoked => latchkey_protocol::EndReason::TokenRevoked,
+            TokenEnd::Expired => latchkey_protocol::EndReason::TokenExpired,
         }
     }
 }

@@ -20,14 +20,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use latchkey_protocol::{CloseCode, Frame};
+use latchkey_protocol::{CloseCode, EndReason, Frame};
 use tokio::time::timeout;
 use tracing::{Instrument, info, info_span};
 
 use crate::audit::{self, Event, Priority, action};
 use crate::core::Core;
+use crate::core_error::CoreError;
 use crate::devices::ending::End;
-use crate::devices::link::{DeviceLink, reason_for_close};
+use crate::devices::link::{DeviceLink, reason_for_close, session_end_reason};
 use crate::devices::registry::Registration;
 use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::store::DeviceRecord;
@@ -157,7 +158,11 @@ impl<S: Socket> Connection<S> {
         info!(why, close = ?end.close.map(CloseCode::code), "device connection ended");
         // Fail every waiting caller at once, before the close handshake.
         if let Some(link) = &self.link {
-            link.close(reason_for_close(end.close));
+            link.close(if self.kill_switch {
+                CoreError::SessionEnded(EndReason::KillSwitch)
+            } else {
+                reason_for_close(end.close)
+            });
         }
         // The ending's futures are boxed, like the start's: an idle connection's
         // task holds only the serving loop's state (see `drive`).
@@ -172,7 +177,12 @@ impl<S: Socket> Connection<S> {
             .registry
             .unregister(&device.id, self.registration.generation);
         if self.link.is_some() {
-            let ended = state.sessions.purge_device(&device.id, why);
+            let reason = if self.kill_switch {
+                EndReason::KillSwitch
+            } else {
+                session_end_reason(end.close)
+            };
+            let ended = state.sessions.purge_device(&device.id, reason);
             if ended > 0 {
                 info!(sessions = ended, "sessions ended with the connection");
             }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use latchkey_protocol::additions::Features;
-use latchkey_protocol::{Frame, RequestFrame, methods};
+use latchkey_protocol::{EndReason, Frame, RequestFrame, methods};
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
@@ -314,6 +314,17 @@ pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> CoreErro
         Some(CloseCode::Expired) => CoreError::DeviceExpired,
         Some(CloseCode::GoingAway) => CoreError::ShuttingDown,
         _ => CoreError::BrowserDisconnected,
+    }
+}
+
+/// Why the sessions of a connection that ended with `close` (ours, if we sent
+/// one) ended: the same story [`reason_for_close`] tells their calls in flight.
+pub fn session_end_reason(close: Option<latchkey_protocol::CloseCode>) -> EndReason {
+    match reason_for_close(close) {
+        CoreError::DeviceRevoked => EndReason::DeviceRevoked,
+        CoreError::DeviceExpired => EndReason::DeviceExpired,
+        CoreError::ShuttingDown => EndReason::ServerShuttingDown,
+        _ => EndReason::BrowserDisconnected,
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use latchkey_protocol::EndReason;
 use latchkey_protocol::additions::{SESSION_RULES, SiteRules};
 use latchkey_protocol::policy::EffectivePolicy;
 use serde_json::{Map, Value, json};
@@ -19,7 +20,7 @@ use crate::sessions::lifetime::end_now;
 use crate::sessions::table::{Abort, Session};
 
 /// The `session_ended` reason of a session a policy change ended.
-pub const POLICY_CHANGED: &str = "policy_changed";
+pub const POLICY_CHANGED: EndReason = EndReason::PolicyChanged;
 
 /// Put the open sessions of `tenant_id` (on `device_id` only, when given) under
 /// the policy now stored; how many ended because it no longer admits them.
@@ -60,7 +61,7 @@ pub async fn refresh(core: &Core, tenant_id: &str, device_id: Option<&str>) -> u
         };
         if !admitted {
             tracing::info!(session = %session.id, tenant = %tenant_id, "session ended by a policy change");
-            end_now(core, &session, POLICY_CHANGED, Abort::SessionEnding);
+            end_now(core, &session, POLICY_CHANGED, Abort::Ended(POLICY_CHANGED));
             ended += 1;
         }
     }
@@ -91,7 +92,12 @@ fn push_site_rules(core: &Core, session: &Arc<Session>, rules: SiteRules) {
             && !session.is_ended()
         {
             tracing::warn!(session = %session.id, code = %e.code(), "the browser did not take new site rules; ending the session");
-            end_now(&core, &session, POLICY_CHANGED, Abort::SessionEnding);
+            end_now(
+                &core,
+                &session,
+                POLICY_CHANGED,
+                Abort::Ended(POLICY_CHANGED),
+            );
         }
     });
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use latchkey_protocol::ErrorCode;
 use latchkey_protocol::additions::{
-    CONSENT_TIMEOUT_MS, ConsentRequest, Features, MAX_PURPOSE_CHARS, SiteRules,
+    CONSENT_TIMEOUT_MS, ConsentRequest, Features, MAX_PURPOSE_CHARS, SessionAgent, SiteRules,
 };
 use latchkey_protocol::policy::{Consent, EffectivePolicy, Layer, PolicyReason};
 use latchkey_protocol::text;
@@ -134,14 +134,23 @@ pub(super) fn start_additions(
     if features.site_rules {
         params.insert("site_rules".into(), json!(SiteRules::of(policy)));
     }
+    let agent = SessionAgent {
+        agent_id: principal.quota_id().to_string(),
+        name: text::clean(&principal.token_name, text::MAX_LABEL_CHARS),
+        team: text::clean(&admitted.team, text::MAX_LABEL_CHARS),
+        purpose: purpose.map(str::to_string),
+    };
+    if features.agent_info {
+        params.insert("agent".into(), json!(agent));
+    }
     if policy.consent.value != Consent::Ask {
         return false;
     }
     let request = ConsentRequest {
-        agent_id: principal.quota_id().to_string(),
-        agent: text::clean(&principal.token_name, text::MAX_LABEL_CHARS),
-        team: text::clean(&admitted.team, text::MAX_LABEL_CHARS),
-        purpose: purpose.map(str::to_string),
+        agent_id: agent.agent_id,
+        agent: agent.name,
+        team: agent.team,
+        purpose: agent.purpose,
         capabilities: policy.capabilities.value.clone(),
         timeout_ms: CONSENT_TIMEOUT_MS,
     };

@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::audit::{Event, action};
+use crate::core_error::CoreError;
 use crate::sessions::table::Session;
+use latchkey_protocol::tools::failures::FailureReason;
 
 /// Tabs remembered per session; past this one is forgotten to make room (its
 /// calls then have no host in their rows until a listing names it again).
@@ -123,18 +125,38 @@ impl TabHosts {
     }
 }
 
+/// The stable reason of a failed call, for its row: the gateway's own, or one
+/// the protocol lists for a browser's answer (a borrow the person denied or
+/// let time out). A reason the protocol does not list is left out: the row
+/// holds nothing a peer made up.
+pub fn reason_of(e: &CoreError) -> Option<&'static str> {
+    if let CoreError::Browser(body) = e {
+        let said = body.data.as_ref()?.get("reason")?.as_str()?;
+        return FailureReason::ALL
+            .iter()
+            .map(|r| r.as_str())
+            .find(|r| *r == said);
+    }
+    e.reason()
+}
+
 /// The `session.call` row of a call on `session`.
 pub fn row<'a>(
     session: &'a Session,
     method: &str,
     host: Option<&str>,
     outcome: &'a str,
+    reason: Option<&str>,
     took: Duration,
 ) -> Event<'a> {
     let mut detail = method.to_string();
     if let Some(h) = host {
         detail.push_str(" host:");
         detail.push_str(h);
+    }
+    if let Some(r) = reason {
+        detail.push_str(" reason:");
+        detail.push_str(r);
     }
     detail.push_str(&format!(" {}ms", took.as_millis()));
     Event {

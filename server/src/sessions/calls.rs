@@ -186,6 +186,7 @@ pub async fn forward(
         Outcome::Aborted(Some(Abort::UserInterrupt)) => Err(CoreError::UserInterrupted),
         Outcome::Aborted(Some(Abort::BrowserGone)) => Err(CoreError::BrowserDisconnected),
         Outcome::Aborted(Some(Abort::Token(end))) => Err(CoreError::Token(end)),
+        Outcome::Aborted(Some(Abort::Ended(reason))) => Err(CoreError::SessionEnded(reason)),
         Outcome::Aborted(_) => Err(CoreError::Cancelled("the session is stopping")),
     }
 }
@@ -204,6 +205,7 @@ async fn wait_ms(params: &Map<String, Value>, session: &Session) -> Result<RawRe
         _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(crate::devices::link::raw(&json!({ "waited_ms": ms }))),
         _ = abort.changed() => match *abort.borrow() {
             Some(Abort::Token(end)) => Err(CoreError::Token(end)),
+            Some(Abort::Ended(reason)) => Err(CoreError::SessionEnded(reason)),
             _ => Err(CoreError::Cancelled("wait cancelled")),
         },
     }
@@ -281,6 +283,7 @@ pub async fn call(
             &method,
             host.as_deref(),
             outcome,
+            result.as_ref().err().and_then(call_audit::reason_of),
             took,
         ))
         .await;

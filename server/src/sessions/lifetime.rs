@@ -11,12 +11,14 @@ use serde_json::{Map, Value};
 use crate::audit::{Event, Priority, action};
 use crate::auth::token_watch::TokenEnd;
 use crate::core::Core;
+use crate::devices::link::Link;
 use crate::sessions::calls::forward;
 use crate::sessions::start_stop::stop;
-use crate::sessions::table::{Abort, Session, end_session};
+use crate::sessions::table::{Abort, Session};
+use latchkey_protocol::EndReason;
 
 /// The `session_ended` reason of a session that reached its policy's time limit.
-pub const TIME_LIMIT: &str = "time_limit";
+pub const TIME_LIMIT: EndReason = EndReason::TimeLimit;
 
 /// The session's watcher, for its whole life. When its token ends (revoked,
 /// expired), the session ends with it: the call in flight fails with the token's
@@ -67,12 +69,12 @@ pub async fn watch_session(
             Ok(()) = clock_jumps.changed() => {}
             _ = tokio::time::sleep(limit.unwrap_or_default()), if limit.is_some() => {
                 tracing::info!(session = %session.id, "session reached its policy's time limit");
-                end_now(&state, &session, TIME_LIMIT, Abort::SessionEnding);
+                end_now(&state, &session, TIME_LIMIT, Abort::Ended(TIME_LIMIT));
             }
         }
     }
     if recorded_start && let Some(reason) = session.end_reason() {
-        audit_session(&state, &session, action::SESSION_END, reason).await;
+        audit_session(&state, &session, action::SESSION_END, reason.to_string()).await;
     }
 }
 
@@ -100,7 +102,7 @@ pub(crate) async fn audit_session(
 }
 
 fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
-    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = end.reason(), "session ended with its token");
+    tracing::info!(session = %session.id, tenant = %session.tenant_id, reason = %end.reason(), "session ended with its token");
     end_now(state, session, end.reason(), Abort::Token(end));
 }
 
@@ -108,11 +110,25 @@ fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
 /// the table, ended for its listeners, its call in flight answered as `why`
 /// says); then, in the background, the browser closes its Agent Window and
 /// gives borrowed tabs back.
-pub(crate) fn end_now(state: &Core, session: &Arc<Session>, reason: &str, why: Abort) {
+pub(crate) fn end_now(state: &Core, session: &Arc<Session>, reason: EndReason, why: Abort) {
     session.set_stopping(true);
-    state.sessions.remove(&session.id);
-    end_session(session, reason, why);
+    state.sessions.finish(session, reason, why);
     tokio::spawn(close_window(state.clone(), session.clone()));
+}
+
+/// `tool.session_stop`'s params: the session, and why it stops for an
+/// extension that shows its person (docs/protocol.md, "Latchkey's additions").
+pub(crate) fn stop_params(
+    link: &Arc<dyn Link>,
+    session_id: &str,
+    reason: EndReason,
+) -> Map<String, Value> {
+    let mut params = Map::new();
+    params.insert("session_id".into(), Value::String(session_id.to_string()));
+    if link.features().agent_info {
+        params.insert("reason".into(), Value::String(reason.as_str().to_string()));
+    }
+    params
 }
 
 async fn close_window(state: Core, session: Arc<Session>) {
@@ -123,8 +139,8 @@ async fn close_window(state: Core, session: Arc<Session>) {
     let Some(link) = state.registry.link(&session.device_id) else {
         return;
     };
-    let mut params = Map::new();
-    params.insert("session_id".into(), Value::String(session.id.clone()));
+    let reason = session.end_reason().unwrap_or(EndReason::Stopped);
+    let params = stop_params(&link, &session.id, reason);
     let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
     match forward(link, None, SESSION_STOP, params, budget, None).await {
         Ok(v) => {
@@ -159,7 +175,7 @@ pub async fn idle_reaper(state: Core, idle: Duration, tick: Duration) {
             .list(|s| !s.is_busy() && now - s.last_activity() >= limit);
         for session in idle_sessions {
             tracing::info!(session = %session.id, "stopping idle session");
-            if let Err(e) = stop(&state, &session, "idle").await {
+            if let Err(e) = stop(&state, &session, EndReason::Idle).await {
                 tracing::debug!(session = %session.id, code = %e.code(), "idle stop failed");
             }
         }

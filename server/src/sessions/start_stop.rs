@@ -20,7 +20,8 @@ use crate::core_error::CoreError;
 use crate::sessions::admission::{self, admitted_by_policy, choose_device};
 use crate::sessions::calls::{forward, send};
 use crate::sessions::lifetime::watch_session;
-use crate::sessions::table::{Abort, Opener, Session, end_session};
+use crate::sessions::table::{Abort, Opener, Session};
+use latchkey_protocol::EndReason;
 
 /// The longest an agent may wait for a browser to come online (docs/protocol.md, "Limits").
 pub const MAX_WAIT_FOR_BROWSER_MS: u64 = 60_000;
@@ -137,9 +138,9 @@ async fn start_session(
         params.insert("width".into(), json!(w));
         params.insert("height".into(), json!(h));
     }
-    if let Some(f) = req.focused {
-        params.insert("focused".into(), json!(f));
-    }
+    // The Agent Window does not take focus from the browser's person unless the
+    // agent asks (the contract's default is true, so false is always sent).
+    params.insert("focused".into(), json!(req.focused.unwrap_or(false)));
     let asks = admission::start_additions(
         &mut params,
         principal,
@@ -246,7 +247,7 @@ async fn start_session(
 pub async fn stop(
     state: &Core,
     session: &Arc<Session>,
-    reason: &str,
+    reason: EndReason,
 ) -> Result<StopSessionResult, CoreError> {
     let span = tracing::info_span!("session_stop", tenant = %session.tenant_id, session = %session.id, device = %session.device_id);
     tracing::Instrument::instrument(stop_session(state, session, reason), span).await
@@ -255,7 +256,7 @@ pub async fn stop(
 async fn stop_session(
     state: &Core,
     session: &Arc<Session>,
-    reason: &str,
+    reason: EndReason,
 ) -> Result<StopSessionResult, CoreError> {
     if !session.set_stopping(true) {
         return Err(CoreError::SessionNotFound);
@@ -268,16 +269,18 @@ async fn stop_session(
         return Err(CoreError::CancelCleanupTimeout);
     }
     let Some(link) = state.registry.link(&session.device_id) else {
-        state.sessions.remove(&session.id);
-        end_session(session, "browser gone", Abort::SessionEnding);
+        state.sessions.finish(
+            session,
+            EndReason::BrowserDisconnected,
+            Abort::SessionEnding,
+        );
         return Ok(StopSessionResult {
             stopped: true,
             returned_tab_ids: vec![],
             return_failures: vec![],
         });
     };
-    let mut params = Map::new();
-    params.insert("session_id".into(), Value::String(session.id.clone()));
+    let params = crate::sessions::lifetime::stop_params(&link, &session.id, reason);
     let budget = Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
     let result = forward(link, None, SESSION_STOP, params, budget, None).await;
     match result {
@@ -292,8 +295,7 @@ async fn stop_session(
                 .and_then(|a| serde_json::from_value(a.clone()).ok())
                 .unwrap_or_default();
             if failures.is_empty() {
-                state.sessions.remove(&session.id);
-                end_session(session, reason, Abort::SessionEnding);
+                state.sessions.finish(session, reason, Abort::SessionEnding);
                 Ok(StopSessionResult {
                     stopped: true,
                     returned_tab_ids: returned,
@@ -311,8 +313,7 @@ async fn stop_session(
         }
         Err(CoreError::Browser(e)) if e.code == ErrorCode::NotFound => {
             // The extension no longer knows it: it is gone either way.
-            state.sessions.remove(&session.id);
-            end_session(session, reason, Abort::SessionEnding);
+            state.sessions.finish(session, reason, Abort::SessionEnding);
             Ok(StopSessionResult {
                 stopped: true,
                 returned_tab_ids: vec![],

@@ -2,10 +2,10 @@
 //! that opened it. Calls within a session are serialised (a second concurrent call
 //! is refused with `session_busy`); sessions run in parallel.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use latchkey_protocol::EndReason;
 use latchkey_protocol::agent::SessionEvent;
 use latchkey_protocol::effect;
 use latchkey_protocol::policy::EffectivePolicy;
@@ -19,8 +19,10 @@ use crate::auth::token_watch::{TokenEnd, TokenLease};
 use crate::core_error::CoreError;
 pub use crate::core_error::SessionCap;
 
+mod ended;
+mod index;
 mod view;
-use crate::telemetry::metrics::SESSIONS_OPEN;
+pub use index::SessionTable;
 
 /// Why in-flight calls of a session are being aborted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +35,24 @@ pub enum Abort {
     BrowserGone,
     /// The API token that opened the session was revoked or expired.
     Token(TokenEnd),
+    /// The session ended for this reason (the person stopped it, a policy
+    /// change, its time limit): its call in flight is answered `session_ended`.
+    Ended(EndReason),
 }
+
+/// What a browser reports about one of its sessions that the trail keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// The browser stopped a navigation under the session's site rules.
+    SiteBlock = 0,
+    /// The person interrupted the agent (`session.user_interrupt`).
+    Interrupt = 1,
+}
+
+/// Reports of one kind a session writes to the trail; more are counted and
+/// logged, so that a page looping on a blocked redirect, or a hostile
+/// extension repeating an event, cannot flood the team's trail.
+pub const MAX_AUDITED_REPORTS: u64 = 20;
 
 /// The token that opens a session, as the session keeps it.
 #[derive(Debug, Clone)]
@@ -85,9 +104,9 @@ pub struct Session {
     /// The policy it runs under (docs/policy.md), replaced when one is written
     /// while it runs; its watcher re-plans the time limit on each change.
     policy: watch::Sender<Arc<EffectivePolicy>>,
-    /// Navigations the browser stopped under the session's site rules: past a
-    /// bound they are counted but no longer audited one by one.
-    site_blocks: AtomicU64,
+    /// What the browser reported about the session, by [`Report`]: past
+    /// [`MAX_AUDITED_REPORTS`] each is counted but no longer audited one by one.
+    reports: [AtomicU64; 2],
     /// Which host each tab shows, for the calls' audit rows.
     pub(crate) tabs: Mutex<crate::sessions::call_audit::TabHosts>,
 }
@@ -104,7 +123,7 @@ struct SessionState {
     marker: bool,
     last_activity: i64,
     /// Why it ended (the `session_ended` reason), once it has.
-    end_reason: Option<String>,
+    end_reason: Option<EndReason>,
     /// The browser answered its start: the Agent Window is open.
     opened: bool,
     /// The browser's person is being asked (docs/policy.md, "Consent").
@@ -144,14 +163,14 @@ impl Session {
             abort,
             idle: Notify::new(),
             policy,
-            site_blocks: AtomicU64::new(0),
+            reports: Default::default(),
             tabs: Mutex::default(),
         })
     }
 
-    /// Count one navigation the browser stopped; how many there were before.
-    pub fn count_site_block(&self) -> u64 {
-        self.site_blocks.fetch_add(1, Ordering::Relaxed)
+    /// Count one report of `kind`; how many there were before.
+    pub fn count_report(&self, kind: Report) -> u64 {
+        self.reports[kind as usize].fetch_add(1, Ordering::Relaxed)
     }
 
     /// The policy the session runs under now.
@@ -225,12 +244,12 @@ impl Session {
 
     /// Mark ended for `reason`; returns false if it already was (the first reason
     /// stands).
-    pub fn end_for(&self, reason: &str) -> bool {
+    pub fn end_for(&self, reason: EndReason) -> bool {
         let first = {
             let mut s = self.state();
             let first = !std::mem::replace(&mut s.ended, true);
             if first {
-                s.end_reason = Some(reason.to_string());
+                s.end_reason = Some(reason);
             }
             first
         };
@@ -239,8 +258,8 @@ impl Session {
     }
 
     /// Why the session ended; `None` while it runs, and for a start that failed.
-    pub fn end_reason(&self) -> Option<String> {
-        self.state().end_reason.clone()
+    pub fn end_reason(&self) -> Option<EndReason> {
+        self.state().end_reason
     }
 
     /// Resolves once the session has ended.
@@ -312,163 +331,6 @@ impl Drop for BusyGuard {
             self.session.state().busy = false;
             self.session.idle.notify_waiters();
         }
-    }
-}
-
-/// Every open session on this node.
-#[derive(Debug, Clone, Default)]
-pub struct SessionTable {
-    inner: Arc<Mutex<HashMap<String, Arc<Session>>>>,
-    /// Moved on by every policy write before it looks for the sessions to
-    /// update, and read by a start before it reads the policy: a start that
-    /// finds it moved by the time it is in the table reads the policy again, so
-    /// no session keeps a policy read before a write it missed.
-    policy_epoch: Arc<AtomicU64>,
-}
-
-impl SessionTable {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Where policy writes are (see the field).
-    pub fn policy_epoch(&self) -> u64 {
-        self.policy_epoch.load(Ordering::SeqCst)
-    }
-
-    /// A policy was written: sessions listed from now on are updated by the writer.
-    pub fn policy_written(&self) {
-        self.policy_epoch.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Add `session` unless its device already has `per_device` sessions open or its
-    /// token `per_token`, checked under the same lock as the insert so that starts
-    /// racing each other cannot pass a cap together.
-    pub fn try_insert(
-        &self,
-        session: Arc<Session>,
-        per_device: usize,
-        per_token: usize,
-    ) -> Result<(), SessionCap> {
-        let mut map = self.map();
-        let (mut on_device, mut of_token) = (0, 0);
-        for s in map.values() {
-            on_device += usize::from(s.device_id == session.device_id);
-            of_token += usize::from(
-                s.root_token_id == session.root_token_id && s.tenant_id == session.tenant_id,
-            );
-        }
-        if on_device >= per_device {
-            return Err(SessionCap::PerDevice(per_device));
-        }
-        if of_token >= per_token {
-            return Err(SessionCap::PerToken(per_token));
-        }
-        if map.insert(session.id.clone(), session).is_none() {
-            metrics::gauge!(SESSIONS_OPEN).increment(1.0);
-        }
-        Ok(())
-    }
-
-    /// The session if it belongs to this tenant and token; otherwise `None`, exactly
-    /// as for an id that never existed.
-    pub fn get_owned(&self, tenant_id: &str, token_id: &str, id: &str) -> Option<Arc<Session>> {
-        self.map()
-            .get(id)
-            .filter(|s| s.tenant_id == tenant_id && s.token_id == token_id)
-            .cloned()
-    }
-
-    /// The caller's own session, or the protocol's `not_found` (also for another
-    /// token's or tenant's session, exactly as for an unknown id).
-    pub fn owned(
-        &self,
-        caller: &crate::auth::principal::Principal,
-        id: &str,
-    ) -> Result<Arc<Session>, CoreError> {
-        if let Some(d) = &caller.delegation
-            && d.scope.session_id.as_deref() == Some(id)
-        {
-            // A one-session delegation acts in its delegator's session.
-            return self
-                .get_owned(&caller.tenant_id, &d.delegator, id)
-                .ok_or(CoreError::SessionNotFound);
-        }
-        self.get_owned(&caller.tenant_id, &caller.token_id, id)
-            .ok_or(CoreError::SessionNotFound)
-    }
-
-    /// The session if it runs on `device_id` (events from that device only).
-    pub fn get_on_device(&self, device_id: &str, id: &str) -> Option<Arc<Session>> {
-        self.map()
-            .get(id)
-            .filter(|s| s.device_id == device_id)
-            .cloned()
-    }
-
-    pub fn get_in_tenant(&self, tenant_id: &str, id: &str) -> Option<Arc<Session>> {
-        self.map()
-            .get(id)
-            .filter(|s| s.tenant_id == tenant_id)
-            .cloned()
-    }
-
-    /// Remove it; returns it if it was there.
-    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        let removed = self.map().remove(id);
-        if removed.is_some() {
-            metrics::gauge!(SESSIONS_OPEN).decrement(1.0);
-        }
-        removed
-    }
-
-    pub fn list(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
-        let mut out: Vec<Arc<Session>> =
-            self.map().values().filter(|s| filter(s)).cloned().collect();
-        out.sort_by(|a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        out
-    }
-
-    pub fn count_on_device(&self, device_id: &str) -> usize {
-        self.map()
-            .values()
-            .filter(|s| s.device_id == device_id)
-            .count()
-    }
-
-    /// End every session of a device (disconnect, replacement, revocation): no
-    /// `tool.session_stop` is sent; callers are failed by the link closing.
-    pub fn purge_device(&self, device_id: &str, reason: &str) -> usize {
-        let removed: Vec<Arc<Session>> = {
-            let mut map = self.map();
-            let ids: Vec<String> = map
-                .values()
-                .filter(|s| s.device_id == device_id)
-                .map(|s| s.id.clone())
-                .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
-        };
-        metrics::gauge!(SESSIONS_OPEN).decrement(removed.len() as f64);
-        for s in &removed {
-            end_session(s, reason, Abort::BrowserGone);
-        }
-        removed.len()
-    }
-}
-
-/// Mark a removed session ended, abort its calls (callers learn `why`) and tell its
-/// listeners.
-pub fn end_session(session: &Session, reason: &str, why: Abort) {
-    if session.end_for(reason) {
-        session.abort(why);
-        session.emit(SessionEvent::SessionEnded {
-            session_id: session.id.clone(),
-            reason: reason.to_string(),
-        });
     }
 }
 

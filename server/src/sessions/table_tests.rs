@@ -77,6 +77,6 @@ fn ownership_is_tenant_and_token() {
     assert!(t.get_owned("ta", "tok-b", "s1").is_none());
     assert!(t.get_owned("tb", "tok-a", "s1").is_none());
     assert!(t.get_on_device("other", "s1").is_none());
-    assert_eq!(t.purge_device("d", "browser gone"), 1);
+    assert_eq!(t.purge_device("d", EndReason::BrowserDisconnected), 1);
     assert!(t.get_owned("ta", "tok-a", "s1").is_none());
 }

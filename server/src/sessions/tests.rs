@@ -5,6 +5,7 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
+use latchkey_protocol::EndReason;
 use std::sync::Arc;
 
 use latchkey_protocol::agent::StartSessionRequest;
@@ -75,7 +76,7 @@ async fn a_session_starts_in_its_own_window_and_stops_with_its_tabs_returned() {
 
     let core = h.core.clone();
     let stopping = session.clone();
-    let pending = tokio::spawn(async move { stop(&core, &stopping, "stopped").await });
+    let pending = tokio::spawn(async move { stop(&core, &stopping, EndReason::Stopped).await });
     let request = request(&mut peer, SESSION_STOP).await;
     assert_eq!(
         request.params.and_then(|p| p.get("session_id").cloned()),
@@ -157,7 +158,7 @@ async fn a_second_call_on_a_busy_session_is_refused_at_once_and_the_session_free
     // Free again: the stop goes through.
     let core = h.core.clone();
     let stopping = session.clone();
-    let pending = tokio::spawn(async move { stop(&core, &stopping, "stopped").await });
+    let pending = tokio::spawn(async move { stop(&core, &stopping, EndReason::Stopped).await });
     let request = request(&mut peer, SESSION_STOP).await;
     answer(&mut peer, request.id, json!({})).await;
     assert!(pending.await.expect("join").expect("stopped").stopped);

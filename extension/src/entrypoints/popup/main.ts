@@ -3,7 +3,8 @@
 import { browser } from 'wxt/browser';
 import type { ActivityEntry } from '../../lib/activity';
 import type { Allowance, ConsentView } from '../../lib/consent';
-import { type HelpView, type Reply, type Request, STATUS_TEXT, type StatusView } from '../../lib/messages';
+import { type HelpView, type Reply, type Request, type SessionSummary, STATUS_TEXT, type StatusView } from '../../lib/messages';
+import { duration } from '../../lib/agentinfo';
 import type { Settings } from '../../lib/settings';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -43,7 +44,7 @@ function showActivity(entries: ActivityEntry[]): void {
       time.dateTime = new Date(e.at).toISOString();
       time.textContent = new Date(e.at).toLocaleTimeString();
       const what = document.createElement('span');
-      what.textContent = `${e.method.replace(/^tool\./, '')}${e.tab !== undefined ? ` · tab ${e.tab}` : ''}`;
+      what.textContent = `${e.method.replace(/^tool\./, '')}${e.tab !== undefined ? ` · tab ${e.tab}` : ''}${e.reason ? ` · ${e.reason.replace(/_/g, ' ')}` : ''}`;
       const outcome = document.createElement('span');
       outcome.className = 'outcome';
       outcome.textContent = e.outcome;
@@ -133,8 +134,31 @@ function showAllowances(list: Allowance[]): void {
   });
 }
 
+/** Every open session: who, since when, the last action, and End. */
+function showSessions(list: SessionSummary[]): void {
+  const now = Date.now();
+  // Keyed by what changes, so the rows (and End under the cursor) stay put between ticks.
+  showList('sessions-section', 'session-list', list, (s) => `${s.id}:${s.lastAction?.at ?? 0}:${s.helpWaiting}:${Math.floor((now - s.startedAt) / 60_000)}`, (s) => {
+    const li = element('li', '');
+    li.dataset.session = s.id;
+    const started = element('span', `started ${duration(s.startedAt, now)} ago`, 'when');
+    started.title = new Date(s.startedAt).toLocaleString();
+    const last = s.lastAction
+      ? element('span', `last: ${s.lastAction.method.replace(/^tool\./, '')}, ${duration(s.lastAction.at, now)} ago`, 'when')
+      : element('span', 'no action yet', 'when');
+    li.append(element('strong', s.agent), started, last);
+    if (s.purpose) li.append(element('span', `“${s.purpose}”`, 'purpose'));
+    if (s.helpWaiting) li.append(element('span', 'waiting for your help', 'waiting'));
+    const end = button('End', 'end-session', { type: 'end-session', session: s.id });
+    end.setAttribute('aria-label', `End the session of ${s.agent}`);
+    li.append(end);
+    return li;
+  });
+}
+
 async function refresh(): Promise<void> {
   show((await ask({ type: 'status' })) as StatusView);
+  showSessions((await ask({ type: 'session-list' })) as SessionSummary[]);
   showConsents((await ask({ type: 'consent-list' })) as ConsentView[]);
   showAllowances((await ask({ type: 'allowance-list' })) as Allowance[]);
   showHelp((await ask({ type: 'help-list' })) as HelpView[]);
@@ -183,8 +207,14 @@ allowEvaluate.addEventListener('change', async () => {
   const s = (await ask({ type: 'set-settings', settings: { allowEvaluate: allowEvaluate.checked } })) as Settings;
   allowEvaluate.checked = s.allowEvaluate;
 });
+const borrowWait = $<HTMLInputElement>('borrow-wait');
+borrowWait.addEventListener('change', async () => {
+  const s = (await ask({ type: 'set-settings', settings: { borrowWaitSeconds: Number(borrowWait.value) } })) as Settings;
+  borrowWait.value = String(s.borrowWaitSeconds);
+});
 void ask({ type: 'settings' }).then((s) => {
   allowEvaluate.checked = (s as Settings).allowEvaluate;
+  borrowWait.value = String((s as Settings).borrowWaitSeconds);
 });
 
 void refresh();

@@ -1,26 +1,34 @@
 // tool.tab_borrow (docs/protocol.md, "Tools"): the person always confirms, in a small window of
-// the extension's own with Allow and Deny. The countdown is 5 s; no answer by the fail-closed
-// deadline (6.65 s), a closed window or Deny → `cancelled`.
+// the extension's own naming the agent and the tab, with Allow and Deny. It waits 60 s unless the
+// person set otherwise (the contract's 5 s is too short for someone away from the screen). Deny or
+// a closed window → `cancelled` with reason `borrow_denied`; no answer in time → `cancelled` with
+// reason `borrow_timed_out`; the same message either way, so a contract-only gateway relays it
+// unchanged.
 
 import { browser } from 'wxt/browser';
 import { invalid, notFound, ToolError } from '../errors';
 import type { Params } from '../dispatcher';
-import type { Sessions } from '../sessions';
-import { id, sessionOf } from './params';
+import type { AgentSession, Sessions } from '../sessions';
+import { id, optUint, sessionOf } from './params';
 import { refusal } from '../siterules';
 
-export const CONFIRM_COUNTDOWN_MS = 5_000;
-export const CONFIRM_FAIL_CLOSED_MS = 6_650;
+/** How long after the countdown the prompt fails closed on its own (the page's timer is the person's). */
+const FAIL_CLOSED_GRACE_MS = 1_650;
 
 export interface BorrowRequest {
+  /** Who asks: "Booker (Travel team)". */
+  agent: string;
   title: string;
   url: string;
   countdownMs: number;
 }
 
+/** How the person answered. */
+export type BorrowAnswer = 'allow' | 'deny' | 'timeout';
+
 interface Pending {
   details: BorrowRequest;
-  answer: (allow: boolean) => void;
+  answer: (a: BorrowAnswer) => void;
 }
 
 /** Confirmations waiting for the person, by request id. */
@@ -31,25 +39,25 @@ export class Confirmations {
     return this.pending.get(request)?.details;
   }
 
-  /** The confirm page's answer. */
-  answer(request: string, allow: boolean): void {
-    this.pending.get(request)?.answer(allow);
+  /** The confirm page's answer (its own countdown reaching zero is `timeout`). */
+  answer(request: string, answer: BorrowAnswer): void {
+    this.pending.get(request)?.answer(answer);
   }
 
-  /** Show the prompt and wait for Allow (true), or Deny / close / timeout / abort (false). */
-  async ask(details: BorrowRequest, signal: AbortSignal): Promise<boolean> {
+  /** Show the prompt and wait for the answer; a closed prompt, no usable UI or an abort deny. */
+  async ask(details: BorrowRequest, signal: AbortSignal): Promise<BorrowAnswer> {
     const request = crypto.randomUUID();
     let windowId: number | undefined;
-    let settle: (allow: boolean) => void = () => undefined;
-    const decision = new Promise<boolean>((resolve) => {
+    let settle: (a: BorrowAnswer) => void = () => undefined;
+    const decision = new Promise<BorrowAnswer>((resolve) => {
       settle = resolve;
     });
-    const timer = setTimeout(() => settle(false), CONFIRM_FAIL_CLOSED_MS);
-    const onAbort = () => settle(false);
+    const timer = setTimeout(() => settle('timeout'), details.countdownMs + FAIL_CLOSED_GRACE_MS);
+    const onAbort = () => settle('deny');
     const onRemoved = (closed: number) => {
-      if (closed === windowId) settle(false);
+      if (closed === windowId) settle('deny');
     };
-    this.pending.set(request, { details, answer: (allow) => settle(allow) });
+    this.pending.set(request, { details, answer: (a) => settle(a) });
     signal.addEventListener('abort', onAbort);
     browser.windows.onRemoved.addListener(onRemoved);
     const url = browser.runtime.getURL(`/confirm.html?request=${request}`);
@@ -62,7 +70,7 @@ export class Confirmations {
         windowId = (await browser.windows.create({ url, type: 'popup', focused: true }))?.id;
       } catch {
         console.warn('latchkey: the borrow confirmation could not be shown', first);
-        settle(false);
+        settle('deny');
       }
     }
     try {
@@ -77,7 +85,16 @@ export class Confirmations {
   }
 }
 
-export async function tabBorrow(p: Params, sessions: Sessions, signal: AbortSignal, confirmations: Confirmations): Promise<unknown> {
+/** What the confirmation says about the session, and how long it waits. */
+export interface BorrowContext {
+  confirmations: Confirmations;
+  /** "Booker (Travel team)" for the session. */
+  agentOf: (session: AgentSession) => Promise<string>;
+  /** The person's wait, in ms. */
+  waitMs: () => Promise<number>;
+}
+
+export async function tabBorrow(p: Params, sessions: Sessions, signal: AbortSignal, ctx: BorrowContext): Promise<unknown> {
   const session = sessionOf(p, sessions, 'tool.tab_borrow');
   const tabId = id(p, 'tab_id', 'tool.tab_borrow');
   if (p.confirm !== undefined && typeof p.confirm !== 'boolean') throw invalid('confirm must be a boolean');
@@ -102,15 +119,27 @@ export async function tabBorrow(p: Params, sessions: Sessions, signal: AbortSign
       ...(refused.pattern ? { pattern: refused.pattern } : {}),
     });
   }
-  const allow = await confirmations.ask(
-    { title: tab.title ?? '', url: tab.url ?? '', countdownMs: CONFIRM_COUNTDOWN_MS },
+  // The agent's own deadline, when it gave one, bounds the wait too.
+  const asked = optUint(p, 'timeout_ms', 1);
+  const wait = Math.min(await ctx.waitMs(), asked ?? Number.MAX_SAFE_INTEGER);
+  const answer = await ctx.confirmations.ask(
+    { agent: await ctx.agentOf(session), title: tab.title ?? '', url: tab.url ?? '', countdownMs: wait },
     signal,
   );
-  if (!allow) throw new ToolError('cancelled', 'tab_borrow cancelled by user');
+  if (answer === 'deny') throw ToolError.reason('cancelled', 'tab_borrow cancelled by user', 'borrow_denied');
+  if (answer === 'timeout') {
+    throw ToolError.reason('cancelled', `tab_borrow cancelled: nobody answered within ${Math.round(wait / 1000)} s`, 'borrow_timed_out');
+  }
   const originalWindowId = tab.windowId;
   const originalIndex = tab.index;
-  await browser.tabs.move(tabId, { windowId: session.windowId, index: -1 });
-  await browser.tabs.update(tabId, { active: true });
+  // Lent before it moves, so that its arrival in the Agent Window finds it the agent's.
   session.borrowed.set(tabId, { originalWindowId, originalIndex });
+  try {
+    await browser.tabs.move(tabId, { windowId: session.windowId, index: -1 });
+  } catch (e) {
+    session.borrowed.delete(tabId);
+    throw e;
+  }
+  await browser.tabs.update(tabId, { active: true });
   return { tab_id: tabId, original_window_id: originalWindowId, original_index: originalIndex, agent_window_id: session.windowId };
 }

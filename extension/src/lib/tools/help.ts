@@ -9,7 +9,7 @@
 import { browser } from 'wxt/browser';
 import { invalid, ToolError } from '../errors';
 import { checkpoint, type Params } from '../dispatcher';
-import { endHelpPanel, showHelpPanel } from '../banner';
+import { type BannerMark, endHelpPanel, showHelpPanel } from '../banner';
 import type { Condition, Criteria } from '../page/agent';
 import { pageCall } from '../page/bridge';
 import { optStr, optUint, refuseRestricted, scopedTab, sessionOf, str } from './params';
@@ -36,12 +36,18 @@ export interface PendingHelp {
 export class HelpRequests {
   private readonly pending = new Map<string, PendingHelp>();
 
-  constructor(private readonly server: () => Promise<string>) {
+  constructor(private readonly markOf: (tabId: number) => Promise<BannerMark>) {
     browser.notifications?.onButtonClicked.addListener((id, button) => this.answer(id, button === 0 ? 'continued' : 'cancelled'));
     browser.notifications?.onClicked.addListener((id) => {
       const p = this.pending.get(id);
       if (p) void focus(p.tabId);
     });
+  }
+
+  /** Whether a request waits in `tabIds`. */
+  waitingIn(tabIds: Iterable<number>): boolean {
+    const tabs = new Set(tabIds);
+    return [...this.pending.values()].some((p) => tabs.has(p.tabId));
   }
 
   list(): { request: string; title: string; prompt: string; tab: number }[] {
@@ -64,14 +70,14 @@ export class HelpRequests {
   /** A page of a tab with a pending request loaded: show the panel again. */
   async reshow(tabId: number): Promise<void> {
     for (const p of this.pending.values()) {
-      if (p.tabId === tabId) await showHelpPanel(tabId, await this.server(), { request: p.request, title: p.title, prompt: p.prompt });
+      if (p.tabId === tabId) await showHelpPanel(tabId, await this.markOf(tabId), { request: p.request, title: p.title, prompt: p.prompt });
     }
   }
 
   async add(p: PendingHelp): Promise<void> {
     this.pending.set(p.request, p);
     await this.badge();
-    await showHelpPanel(p.tabId, await this.server(), { request: p.request, title: p.title, prompt: p.prompt });
+    await showHelpPanel(p.tabId, await this.markOf(p.tabId), { request: p.request, title: p.title, prompt: p.prompt });
     await browser.notifications
       ?.create(p.request, {
         type: 'basic',

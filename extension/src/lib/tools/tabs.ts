@@ -5,6 +5,7 @@ import { invalid, notFound, ToolError } from '../errors';
 import type { Params } from '../dispatcher';
 import type { AgentSession, Sessions } from '../sessions';
 import { id, optBool, optStr, optUint, sessionOf } from './params';
+import { agentCreates, personWindow } from '../tabowner';
 
 export async function tabList(p: Params, sessions: Sessions): Promise<unknown> {
   const session = sessionOf(p, sessions, 'tool.tab_list');
@@ -36,7 +37,9 @@ export async function tabCreate(p: Params, sessions: Sessions): Promise<unknown>
   const url = optStr(p, 'url') ?? 'chrome://newtab/';
   const active = optBool(p, 'active', true);
   const index = optUint(p, 'index');
-  const tab = await browser.tabs.create({ windowId: session.windowId, url, active, ...(index !== undefined ? { index } : {}) });
+  const tab = await agentCreates(session, () =>
+    browser.tabs.create({ windowId: session.windowId, url, active, ...(index !== undefined ? { index } : {}) }) as Promise<chrome.tabs.Tab>,
+  );
   return { tab_id: tab.id, window_id: session.windowId, url: tab.url || tab.pendingUrl || '' };
 }
 
@@ -76,8 +79,12 @@ export async function tabSelect(p: Params, sessions: Sessions): Promise<unknown>
   return { tab_id: tabId, window_id: session.windowId };
 }
 
-/** Move a borrowed tab back to where it was (or a fallback window). */
-export async function returnTab(session: AgentSession, tabId: number): Promise<{ windowId: number; index: number; fallback: boolean }> {
+/**
+ * Move a borrowed tab back to where it was; if that window is gone, to the
+ * last-focused window of the person's (index -1), or else to a new window of its
+ * own (index 0) (docs/protocol.md, "Tools").
+ */
+export async function returnTab(session: AgentSession, tabId: number, sessions?: Sessions): Promise<{ windowId: number; index: number; fallback: boolean }> {
   const origin = session.borrowed.get(tabId);
   if (!origin) throw notFound(`tab ${tabId} was not borrowed by this session`);
   let windowId = origin.originalWindowId;
@@ -87,9 +94,15 @@ export async function returnTab(session: AgentSession, tabId: number): Promise<{
     await browser.windows.get(windowId);
   } catch {
     fallback = true;
-    const win = await browser.windows.create({ type: 'normal', focused: false });
-    windowId = win?.id ?? windowId;
-    index = 0;
+    const theirs = sessions ? await personWindow(sessions) : undefined;
+    if (theirs !== undefined) {
+      windowId = theirs;
+      index = -1;
+    } else {
+      const win = await browser.windows.create({ tabId, focused: false });
+      session.borrowed.delete(tabId);
+      return { windowId: win?.id ?? windowId, index: 0, fallback };
+    }
   }
   await browser.tabs.move(tabId, { windowId, index });
   session.borrowed.delete(tabId);
@@ -99,6 +112,6 @@ export async function returnTab(session: AgentSession, tabId: number): Promise<{
 export async function tabReturn(p: Params, sessions: Sessions): Promise<unknown> {
   const session = sessionOf(p, sessions, 'tool.tab_return');
   const tabId = id(p, 'tab_id', 'tool.tab_return');
-  const r = await returnTab(session, tabId);
+  const r = await returnTab(session, tabId, sessions);
   return { tab_id: tabId, returned_to_window_id: r.windowId, returned_to_index: r.index, ...(r.fallback ? { fallback: true } : {}) };
 }

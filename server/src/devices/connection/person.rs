@@ -1,6 +1,7 @@
 //! What the browser's person did, in the team's audit trail (docs/operations.md,
-//! "Audit"): Stop pressed on an Agent Window (`session.user_interrupt`, a
-//! contract event) and "Stop all agents" pressed in our extension
+//! "Audit"): an interrupt of an Agent Window (`session.user_interrupt`, a
+//! contract event: Pause in our extension, Stop in a contract-only one) and
+//! "Stop all agents" pressed in our extension
 //! (`latchkey.kill_switch`, docs/protocol.md "Latchkey's additions"). The
 //! person's extension and the team's admins see the same story.
 
@@ -8,24 +9,31 @@ use tracing::info;
 
 use super::Connection;
 use crate::audit::{self, Event, action};
-use crate::sessions::table::Session;
+use crate::sessions::table::{MAX_AUDITED_REPORTS, Report, Session};
 use crate::socket::Socket;
 
-/// The reason the sessions of a browser whose person pressed the kill switch
-/// end with, and the outcome of its disconnect row.
+/// The outcome of the disconnect row of a browser whose person pressed the
+/// kill switch (its sessions end with `EndReason::KillSwitch`).
 pub const KILL_SWITCH: &str = "kill_switch";
 
 impl<S: Socket> Connection<S> {
-    /// The person pressed Stop on `session`'s window: one `session.interrupt`
-    /// row under the browser, written off the socket's path.
+    /// The person interrupted `session` (Pause in our extension): one `session.interrupt` row under the browser, written off
+    /// the socket's path, for the first [`MAX_AUDITED_REPORTS`] of a session.
     pub(super) fn audit_interrupt(&self, session: &Session) {
+        if session.count_report(Report::Interrupt) >= MAX_AUDITED_REPORTS {
+            tracing::debug!(session = %session.id, "interrupt beyond the audited bound");
+            return;
+        }
         self.state.audit.record_detached(Event {
             tenant_id: &self.device.tenant_id,
             actor: audit::device_ref(&self.device.id),
             action: action::SESSION_INTERRUPT,
             target: format!("session:{}", session.id),
             outcome: "ok",
-            detail: Some(format!("Stop pressed; agent {}", session.actor)),
+            detail: Some(format!(
+                "interrupted by the person; agent {}",
+                session.actor
+            )),
         });
     }
 

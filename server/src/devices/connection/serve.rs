@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use latchkey_protocol::additions;
 use latchkey_protocol::agent::SessionEvent;
-use latchkey_protocol::{CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
+use latchkey_protocol::{CloseCode, EndReason, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
 use tokio::time::{Instant, interval, sleep};
 use tracing::{debug, info, warn};
 
@@ -16,7 +16,7 @@ use crate::core_error::CoreError;
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::link::{DeviceLink, RawResult};
-use crate::sessions::table::{Abort, end_session};
+use crate::sessions::table::Abort;
 use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::telemetry::metrics as telemetry;
 
@@ -142,7 +142,9 @@ impl<S: Socket> Connection<S> {
             }
             Ok(Frame::Event(event)) => match event.event.as_str() {
                 methods::EVENT_HEARTBEAT => *heartbeat_seen = true,
-                methods::EVENT_WINDOW_CLOSED | methods::EVENT_USER_INTERRUPT => {
+                methods::EVENT_WINDOW_CLOSED
+                | methods::EVENT_USER_INTERRUPT
+                | additions::EVENT_USER_STOP => {
                     self.on_session_event(&event.event, &event.payload);
                 }
                 additions::EVENT_SITE_BLOCKED => self.on_site_blocked(&event.payload),
@@ -179,8 +181,9 @@ impl<S: Socket> Connection<S> {
         Ok(())
     }
 
-    /// `session.window_closed` and `session.user_interrupt` (docs/protocol.md, "Events from the
-    /// extension"), for sessions of this device only; others are ignored.
+    /// `session.window_closed`, `session.user_interrupt` (docs/protocol.md,
+    /// "Events from the extension") and our extension's `latchkey.user_stop`,
+    /// for sessions of this device only; others are ignored.
     fn on_session_event(&self, event: &str, payload: &serde_json::Value) {
         let Some(session_id) = payload.get("session_id").and_then(|v| v.as_str()) else {
             return;
@@ -196,20 +199,33 @@ impl<S: Socket> Connection<S> {
             );
             return;
         };
-        if event == methods::EVENT_WINDOW_CLOSED {
-            // Already gone in the extension: drop it without `tool.session_stop`.
-            self.state.sessions.remove(&session.id);
-            session.emit(SessionEvent::WindowClosed {
-                session_id: session.id.clone(),
-            });
-            end_session(&session, "window_closed", Abort::SessionEnding);
-        } else {
-            session.abort(Abort::UserInterrupt);
-            session.arm_marker();
-            self.audit_interrupt(&session);
-            session.emit(SessionEvent::UserInterrupt {
-                session_id: session.id.clone(),
-            });
+        match event {
+            methods::EVENT_WINDOW_CLOSED => {
+                // Already gone in the extension: drop it without `tool.session_stop`.
+                session.emit(SessionEvent::WindowClosed {
+                    session_id: session.id.clone(),
+                });
+                let reason = EndReason::WindowClosed;
+                self.state
+                    .sessions
+                    .finish(&session, reason, Abort::Ended(reason));
+            }
+            additions::EVENT_USER_STOP => {
+                // The person's Stop: the extension has ended it on its side
+                // (tabs given back, window closed); the agent hears why.
+                let reason = EndReason::UserStopped;
+                self.state
+                    .sessions
+                    .finish(&session, reason, Abort::Ended(reason));
+            }
+            _ => {
+                session.abort(Abort::UserInterrupt);
+                session.arm_marker();
+                self.audit_interrupt(&session);
+                session.emit(SessionEvent::UserInterrupt {
+                    session_id: session.id.clone(),
+                });
+            }
         }
         info!(session = %session.id, event, "session event");
     }

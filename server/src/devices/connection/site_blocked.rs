@@ -11,11 +11,8 @@ use tracing::debug;
 
 use super::Connection;
 use crate::audit::{Event, action};
+use crate::sessions::table::{MAX_AUDITED_REPORTS, Report};
 use crate::socket::Socket;
-
-/// Rows a session writes for stopped navigations; more are counted and logged,
-/// so that a page that loops on a blocked redirect cannot flood the trail.
-pub const MAX_AUDITED_PER_SESSION: u64 = 20;
 
 impl<S: Socket> Connection<S> {
     /// Relay and audit a stopped navigation of one of this device's sessions;
@@ -55,7 +52,7 @@ impl<S: Socket> Connection<S> {
             reason: report.reason,
         });
         crate::telemetry::metrics::refused("policy_browser");
-        if session.count_site_block() >= MAX_AUDITED_PER_SESSION {
+        if session.count_report(Report::SiteBlock) >= MAX_AUDITED_REPORTS {
             debug!(session = %session.id, "site_blocked beyond the audited bound");
             return;
         }

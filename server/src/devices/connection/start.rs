@@ -2,6 +2,7 @@
 //! judged (docs/protocol.md, "Handshake"), and everything the answer implies put in place before it
 //! is written.
 
+use latchkey_protocol::EndReason;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -62,7 +63,7 @@ impl<S: Socket> Connection<S> {
         // socket are gone (docs/protocol.md, "Handshake").
         self.state
             .sessions
-            .purge_device(&self.device.id, "browser reconnected");
+            .purge_device(&self.device.id, EndReason::BrowserReconnected);
         let features = Features::of(params.latchkey_features.as_deref());
         let link = DeviceLink::with_features(
             &self.device.id,
