@@ -19,7 +19,12 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
     match cmd {
         AdminCommand::Members(cmd) => crate::members::run(client, cmd, json).await,
         AdminCommand::Policy(cmd) => crate::policy::run_admin(client, cmd, json).await,
-        AdminCommand::Pair { label, ttl, member } => {
+        AdminCommand::Pair {
+            label,
+            ttl,
+            member,
+            quiet,
+        } => {
             let body = CreatePairingRequest {
                 label,
                 ttl_secs: ttl,
@@ -28,6 +33,10 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let created: PairingCreated = client
                 .call(Method::POST, "/v1/admin/pairings", Some(&body))
                 .await?;
+            if quiet && !json {
+                out!("{}", cell_whole(&created.link));
+                return Ok(());
+            }
             emit(json, &created, || print_link(&created))
         }
         AdminCommand::Devices => {
@@ -96,6 +105,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             role,
             ttl,
             member,
+            quiet,
         }) => {
             let body = CreateTokenRequest {
                 name,
@@ -106,6 +116,10 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let t: TokenCreated = client
                 .call(Method::POST, "/v1/admin/tokens", Some(&body))
                 .await?;
+            if quiet && !json {
+                out!("{}", cell_whole(&t.token));
+                return Ok(());
+            }
             emit(json, &t, || {
                 out!(
                     "token {} ({}, role {}) created. Secret, shown once:",

@@ -6,6 +6,9 @@ use clap::{Args, Parser, Subcommand};
 use latchkey_protocol::api::{MemberRole, Role};
 use latchkey_protocol::policy::Capability;
 
+/// The profile used when none is named.
+pub const DEFAULT_PROFILE: &str = "default";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "latchkey",
@@ -27,12 +30,12 @@ pub struct Global {
     /// API token (lk_…). Prefer `latchkey login` or the variable over the flag.
     #[arg(long, global = true, env = "LATCHKEY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Saved profile to use.
+    /// Saved profile to use (one named that does not exist is an error).
     #[arg(
         long,
         global = true,
         env = "LATCHKEY_PROFILE",
-        default_value = "default"
+        default_value = DEFAULT_PROFILE
     )]
     pub profile: String,
     /// Print one JSON document on stdout.
@@ -244,11 +247,14 @@ pub enum AdminCommand {
         #[arg(long)]
         label: Option<String>,
         /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
-        #[arg(long, value_parser = parse_ttl)]
+        #[arg(long, value_parser = parse_pairing_ttl)]
         ttl: Option<u64>,
         /// The member (mem_…) whose browser this link pairs.
         #[arg(long)]
         member: Option<String>,
+        /// Print only the link, for scripts.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// The people of the team: list, add, remove.
     #[command(subcommand)]
@@ -300,6 +306,10 @@ pub enum TokensCommand {
         /// An admin or member token: the member (mem_…) whose own token it is.
         #[arg(long)]
         member: Option<String>,
+        /// Print only the secret, for scripts:
+        /// `export LATCHKEY_TOKEN=$(latchkey admin tokens create --name a --role agent --quiet)`.
+        #[arg(long, short)]
+        quiet: bool,
     },
     List,
     Revoke {
@@ -337,7 +347,7 @@ pub enum MeCommand {
         #[arg(long)]
         label: Option<String>,
         /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
-        #[arg(long, value_parser = parse_ttl)]
+        #[arg(long, value_parser = parse_pairing_ttl)]
         ttl: Option<u64>,
     },
     /// Revoke a browser of yours: its live connection closes at once.
@@ -430,14 +440,16 @@ fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| "role must be agent, admin or member".to_string())
 }
 
-/// `90`, `90s`, `5m`, `1h`, `30d` → seconds.
+/// `90s`, `5m`, `1h`, `30d` → seconds. A bare number is refused: `10` could be
+/// ten seconds or ten days, and a token's lifetime is no place to guess.
 pub fn parse_ttl(s: &str) -> Result<u64, String> {
     let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = digits
         .parse()
         .map_err(|_| format!("{s:?} is not a duration like 90s, 5m, 1h, 30d"))?;
     let mult = match unit {
-        "" | "s" => 1,
+        "" => return Err(format!("{s:?} has no unit: write {n}s, {n}m, {n}h or {n}d")),
+        "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
@@ -448,13 +460,29 @@ pub fn parse_ttl(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is out of range"))
 }
 
+/// The longest a pairing link lives (the server refuses more).
+const MAX_PAIRING_TTL_SECS: u64 = 3600;
+
+/// A pairing link's lifetime: a duration of at most 1h, refused here before
+/// anything is sent.
+pub fn parse_pairing_ttl(s: &str) -> Result<u64, String> {
+    let secs = parse_ttl(s)?;
+    if secs > MAX_PAIRING_TTL_SECS {
+        return Err(format!("{s:?}: a pairing link lives at most 1h"));
+    }
+    Ok(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn ttl_parsing() {
-        assert_eq!(parse_ttl("90"), Ok(90));
+        assert_eq!(parse_ttl("90s"), Ok(90));
+        assert!(parse_ttl("10").is_err_and(|e| e.contains("no unit")));
+        assert_eq!(parse_pairing_ttl("1h"), Ok(3600));
+        assert!(parse_pairing_ttl("2h").is_err_and(|e| e.contains("at most 1h")));
         assert_eq!(parse_ttl("5m"), Ok(300));
         assert_eq!(parse_ttl("1h"), Ok(3600));
         assert_eq!(parse_ttl("30d"), Ok(2_592_000));

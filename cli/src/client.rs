@@ -16,10 +16,37 @@ pub struct ApiClient {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// The profile the URL and token came from, named when the server cannot be
+    /// reached (a wrong profile is the usual reason).
+    profile: String,
+}
+
+/// The server URL as given, checked before anything is sent: `http://` or
+/// `https://` and a host.
+pub fn check_url(url: &str) -> Result<(), CliError> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        _ => {
+            let hint = if url.contains("://") {
+                String::new()
+            } else {
+                format!("; did you mean http://{url}?")
+            };
+            Err(CliError::Config(format!(
+                "the server URL must start with http:// or https:// (got {url:?}{hint})"
+            )))
+        }
+    }
 }
 
 impl ApiClient {
-    pub fn new(base: &str, token: &str, ca_cert: Option<&Path>) -> Result<Self, CliError> {
+    pub fn new(
+        base: &str,
+        token: &str,
+        ca_cert: Option<&Path>,
+        profile: &str,
+    ) -> Result<Self, CliError> {
+        check_url(base)?;
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
@@ -40,7 +67,42 @@ impl ApiClient {
             http,
             base: base.trim_end_matches('/').to_string(),
             token: token.to_string(),
+            profile: profile.to_string(),
         })
+    }
+
+    /// Why the server could not be reached, with the URL, the profile, and what
+    /// to do about the usual causes.
+    fn unreachable(&self, e: &reqwest::Error) -> CliError {
+        let detail = without_url(e);
+        let lower = detail.to_ascii_lowercase();
+        let hint = if lower.contains("connection refused") {
+            format!(" Is latchkeyd running at {}?", self.base)
+        } else if self.base.starts_with("https://")
+            && [
+                "invalidcontenttype",
+                "corrupt message",
+                "wrong version number",
+            ]
+            .iter()
+            .any(|m| lower.contains(m))
+        {
+            format!(
+                " The server does not speak TLS there: try {}",
+                self.base.replacen("https://", "http://", 1)
+            )
+        } else if lower.contains("unknownissuer") || lower.contains("invalid peer certificate") {
+            " Its certificate is not trusted here: pass --ca-cert with the CA that signed it."
+                .to_string()
+        } else if e.is_timeout() {
+            " It did not answer in time.".to_string()
+        } else {
+            String::new()
+        };
+        CliError::Connection(format!(
+            "{} (profile {:?}): {detail}.{hint}",
+            self.base, self.profile
+        ))
     }
 
     pub async fn call<T: DeserializeOwned>(
@@ -71,15 +133,9 @@ impl ApiClient {
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| CliError::Connection(without_url(&e)))?;
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
         let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| CliError::Connection(without_url(&e)))?;
+        let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
         if status.is_success() {
             return serde_json::from_slice(&bytes)
                 .map_err(|e| CliError::Connection(format!("unreadable answer: {e}")));

@@ -14,7 +14,7 @@ pub enum CliError {
         data: Option<serde_json::Value>,
     },
     /// The server could not be reached, or answered something unreadable.
-    #[error("cannot reach the server: {0}")]
+    #[error("cannot reach latchkeyd at {0}")]
     Connection(String),
     /// Local configuration: missing URL or token, unreadable profile file.
     #[error("{0}")]

@@ -21,7 +21,7 @@ use clap::Parser;
 use latchkey_protocol::api::TokenList;
 use reqwest::Method;
 
-use crate::args::{Cli, Command, Global};
+use crate::args::{Cli, Command, DEFAULT_PROFILE, Global};
 use crate::client::ApiClient;
 use crate::error::CliError;
 use crate::output::{note, out};
@@ -71,7 +71,22 @@ fn main() -> ExitCode {
 
 /// URL and token from flags/variables, else the named profile.
 fn resolve(global: &Global) -> Result<Profile, CliError> {
-    let saved = Profiles::load()?.profiles.remove(&global.profile);
+    let mut profiles = Profiles::load()?;
+    let saved = profiles.profiles.remove(&global.profile);
+    // A profile named on purpose that does not exist is a mistake, not "use the
+    // environment instead".
+    if saved.is_none() && global.profile != DEFAULT_PROFILE {
+        let known: Vec<&str> = profiles.profiles.keys().map(String::as_str).collect();
+        return Err(CliError::Config(format!(
+            "profile {:?} does not exist{}",
+            global.profile,
+            if known.is_empty() {
+                "; run `latchkey login --url URL --token TOKEN` to save one".to_string()
+            } else {
+                format!("; saved profiles: {}", known.join(", "))
+            }
+        )));
+    }
     let url = global
         .url
         .clone()
@@ -96,14 +111,19 @@ fn resolve(global: &Global) -> Result<Profile, CliError> {
 /// A client for the resolved profile.
 fn connect(global: &Global) -> Result<ApiClient, CliError> {
     let profile = resolve(global)?;
-    ApiClient::new(&profile.url, &profile.token, global.ca_cert.as_deref())
+    ApiClient::new(
+        &profile.url,
+        &profile.token,
+        global.ca_cert.as_deref(),
+        &global.profile,
+    )
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     let ca = cli.global.ca_cert.as_deref();
     match cli.command {
         Command::Login { url, token } => {
-            let client = ApiClient::new(&url, &token, ca)?;
+            let client = ApiClient::new(&url, &token, ca, &cli.global.profile)?;
             // Prove the pair works before saving it (an admin token lists tokens;
             // an agent token is refused there with permission_denied, which still
             // proves it authenticates).

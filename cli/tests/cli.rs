@@ -199,9 +199,17 @@ async fn admin_commands_end_to_end() {
     .await;
     assert_eq!(r.code, i32::from(exit::AUTH));
     assert_eq!(r.json()["error"]["code"], "unauthorized");
+    // Over an hour is refused here, and by the server for a client that asks anyway.
     let r = latchkey(cfg, &[], &["--json", "admin", "pair", "--ttl", "2h"]).await;
-    assert_eq!(r.code, i32::from(exit::INVALID));
-    assert_eq!(r.json()["error"]["code"], "invalid_params");
+    assert_eq!(r.code, i32::from(exit::USAGE));
+    assert!(
+        server
+            .admin()
+            .create_pairing(None, Some(7200))
+            .await
+            .is_err_and(|e| e.to_string().contains("invalid_params")),
+        "the server refuses a 2 h link too"
+    );
     let r = latchkey(cfg, &[], &["admin", "pair", "--ttl", "5w"]).await;
     assert_eq!(
         r.code,
@@ -236,4 +244,120 @@ async fn configuration_and_connection_errors() {
     .await;
     assert_eq!(r.code, i32::from(exit::CONNECTION), "{}", r.stdout);
     assert_eq!(r.json()["error"]["code"], "connection_failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_what_failed_and_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let refused = format!("http://127.0.0.1:{port}");
+    let r = latchkey(
+        cfg,
+        &[("LATCHKEY_URL", &refused), ("LATCHKEY_TOKEN", "lk_x")],
+        &["admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::CONNECTION));
+    assert!(
+        r.stderr.contains(&format!(
+            "cannot reach latchkeyd at {refused} (profile \"default\")"
+        )) && r
+            .stderr
+            .contains(&format!("Is latchkeyd running at {refused}?")),
+        "{}",
+        r.stderr
+    );
+
+    // A URL without its scheme is explained before anything is sent.
+    let r = latchkey(
+        cfg,
+        &[
+            ("LATCHKEY_URL", "127.0.0.1:52800"),
+            ("LATCHKEY_TOKEN", "lk_x"),
+        ],
+        &["admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::USAGE));
+    assert!(
+        r.stderr.contains("did you mean http://127.0.0.1:52800?"),
+        "{}",
+        r.stderr
+    );
+
+    // A profile named that does not exist is not silently the environment's.
+    let r = latchkey(
+        cfg,
+        &[("LATCHKEY_URL", &refused), ("LATCHKEY_TOKEN", "lk_x")],
+        &["--profile", "nosuch", "admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::USAGE));
+    assert!(
+        r.stderr.contains("profile \"nosuch\" does not exist"),
+        "{}",
+        r.stderr
+    );
+
+    // Durations need a unit, and a pairing link lives at most an hour: refused here.
+    for (ttl, says) in [("2h", "at most 1h"), ("10", "has no unit")] {
+        let r = latchkey(cfg, &[], &["admin", "pair", "--ttl", ttl]).await;
+        assert_eq!(r.code, i32::from(exit::USAGE), "{ttl}");
+        assert!(r.stderr.contains(says), "{ttl}: {}", r.stderr);
+    }
+
+    // https:// against a plain server, and --quiet for scripts.
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let plain = server.http_base();
+    let tls = plain.replacen("http://", "https://", 1);
+    let admin = [("LATCHKEY_TOKEN", server.admin_token.as_str())];
+    let r = latchkey(
+        cfg,
+        &[admin[0], ("LATCHKEY_URL", &tls)],
+        &["admin", "devices"],
+    )
+    .await;
+    assert_eq!(r.code, i32::from(exit::CONNECTION));
+    assert!(
+        r.stderr
+            .contains(&format!("does not speak TLS there: try {plain}")),
+        "{}",
+        r.stderr
+    );
+    let env = [admin[0], ("LATCHKEY_URL", plain.as_str())];
+    let r = latchkey(
+        cfg,
+        &env,
+        &[
+            "admin", "tokens", "create", "--name", "a", "--role", "agent", "--quiet",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let secret = r.stdout.trim();
+    assert!(
+        secret.starts_with("lk_") && !secret.contains(' '),
+        "{}",
+        r.stdout
+    );
+    let r = latchkey(
+        cfg,
+        &[("LATCHKEY_URL", &plain), ("LATCHKEY_TOKEN", secret)],
+        &["browsers"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "the printed secret works: {}", r.stderr);
+    let r = latchkey(cfg, &env, &["admin", "pair", "--quiet"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.trim().starts_with("ws") && r.stdout.trim().lines().count() == 1,
+        "{}",
+        r.stdout
+    );
+    server.stop().await;
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -172,4 +172,22 @@ export async function startStack(prefix, config) {
     await stack.close();
     throw e;
   }
+}
+
+let axeSource;
+
+/**
+ * axe-core's serious and critical violations on `page` (WCAG 2.x A and AA rules),
+ * each as `id: target`. Injected through the DevTools protocol, so extension
+ * pages' CSP does not stop it.
+ */
+export async function accessibilityProblems(page) {
+  axeSource ??= await readFile(join(import.meta.dirname, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+  await page.evaluate(axeSource);
+  const found = await page.evaluate(() =>
+    globalThis.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] }),
+  );
+  return found.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
 }

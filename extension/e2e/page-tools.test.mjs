@@ -327,7 +327,7 @@ test('request_help: the person clicks Done on the page', async () => {
   const page = await agentPage(`${site.base}/help`);
   const asking = latchkey(env, ['request-help', '--reason', 'Please solve the puzzle', '--title', 'Puzzle']);
   asking.catch(() => undefined);
-  await waitFor(async () => (await badge()) === '1', 10_000, 'the badge');
+  await waitFor(async () => (await badge()) === 'help', 10_000, 'the badge');
   await waitFor(async () => !(await popup.locator('#help').isHidden()), 5_000, 'the request in the popup');
   assert.match((await popup.locator('#help-list').textContent()) ?? '', /Please solve the puzzle/);
   // Done: 72 × 28 px, left of Cancel, in the panel's top row (48 px from the top,
@@ -336,7 +336,7 @@ test('request_help: the person clicks Done on the page', async () => {
   await page.mouse.click(width - 6 - 10 - 72 - 8 - 36, 48 + 10 + 14);
   const r = await asking;
   assert.equal(r.outcome, 'continued');
-  await waitFor(async () => (await badge()) === '', 5_000, 'badge cleared');
+  await waitFor(async () => (await badge()) === '1', 5_000, 'the icon counts the agent again');
 });
 
 test('request_help: the person declines in the popup', async () => {
@@ -356,7 +356,7 @@ test('request_help: completion criteria end the wait; a short wait times out', a
     completion_criteria: { any: [{ text_exists: 'Verified' }], stable_for_ms: 300 },
   });
   asking.catch(() => undefined);
-  await waitFor(async () => (await badge()) === '1', 10_000, 'the request');
+  await waitFor(async () => (await badge()) === 'help', 10_000, 'the request');
   // The person does it (a real click in the page).
   await page.click('#human');
   const done = await asking;
@@ -395,7 +395,7 @@ test('the kill switch ends every session, disconnects, and stays off until recon
   const windows = () => browser.worker.evaluate(() => chrome.windows.getAll().then((w) => w.map((x) => x.id)));
   assert.ok((await windows()).includes(second.agent_window_id));
   await popup.click('#stop-all');
-  await waitFor(async () => (await popup.locator('#status').getAttribute('aria-label'))?.startsWith('Disconnected'), 10_000, 'disconnected');
+  await waitFor(async () => (await popup.locator('#status').getAttribute('aria-label')) === 'Paused', 10_000, 'paused');
   const cut = await failure(waiting);
   assert.deepEqual([cut.code, cut.data?.reason], ['session_ended', 'kill_switch']);
   const gone = await failure(latchkey(env, ['snapshot']));

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentLabel, duration, parseAgent } from '../src/lib/agentinfo';
+import { agentLabel, parseAgent } from '../src/lib/agentinfo';
+import { ago, duration, fromNow } from '../src/lib/when';
 
 describe('who drives a session', () => {
   it('keeps the gateway\'s agent as bounded text and refuses what is not one', () => {
@@ -23,5 +24,11 @@ describe('who drives a session', () => {
     expect(duration(t0, t0 + 65 * 60_000)).toBe('1 h 5 min');
     expect(duration(t0, t0 + 120 * 60_000)).toBe('2 h');
     expect(duration(t0 + 5_000, t0)).toBe('less than a minute');
+    expect(duration(t0, t0 + 3 * 86_400_000)).toBe('3 days');
+    expect(ago(t0, t0 + 30_000)).toBe('just now');
+    expect(ago(t0, t0 + 5 * 60_000)).toBe('5 min ago');
+    expect(fromNow(t0 + 89 * 86_400_000 + 5_000, t0)).toBe('in 89 days');
+    expect(fromNow(t0 + 4_200, t0)).toBe('in 5 s');
+    expect(fromNow(t0 - 1, t0)).toBe('now');
   });
 });

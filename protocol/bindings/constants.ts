@@ -91,6 +91,7 @@ export const SESSION_RULES = "latchkey.session_rules";
 export const EVENT_KILL_SWITCH = "latchkey.kill_switch";
 export const FEATURE_AGENT_INFO = "agent_info";
 export const EVENT_USER_STOP = "latchkey.user_stop";
+export const GATEWAY_FEATURE_UNPAIR = "unpair";
 export const GATEWAY_FEATURE_USER_STOP = "user_stop";
 export const GATEWAY_FEATURE_KILL_SWITCH = "kill_switch";
 export const MIN_COMPATIBLE_PROTOCOL = "1.0";

@@ -52,8 +52,16 @@ pub const GATEWAY_FEATURE_KILL_SWITCH: &str = "kill_switch";
 pub const EVENT_USER_STOP: &str = "latchkey.user_stop";
 /// The gateway's handshake answer lists this: it reads [`EVENT_USER_STOP`].
 pub const GATEWAY_FEATURE_USER_STOP: &str = "user_stop";
+/// The gateway's handshake answer lists this: a device may end its own
+/// pairing with `DELETE /extension/device` (docs/protocol.md, "Latchkey's
+/// additions"), so "Forget this server" removes it on the server too.
+pub const GATEWAY_FEATURE_UNPAIR: &str = "unpair";
 /// What this gateway lists in its handshake answer.
-pub const GATEWAY_FEATURES: [&str; 2] = [GATEWAY_FEATURE_KILL_SWITCH, GATEWAY_FEATURE_USER_STOP];
+pub const GATEWAY_FEATURES: [&str; 3] = [
+    GATEWAY_FEATURE_KILL_SWITCH,
+    GATEWAY_FEATURE_USER_STOP,
+    GATEWAY_FEATURE_UNPAIR,
+];
 
 /// How long our extension waits for the person to answer a borrow
 /// confirmation unless they set otherwise (the contract's 5 s is too short for
@@ -127,6 +135,14 @@ pub struct SessionAgent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub purpose: Option<String>,
+}
+
+/// The device as the team knows it (`latchkey_device` of the handshake
+/// answer, to an extension listing [`FEATURE_AGENT_INFO`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct DeviceInfo {
+    /// Its name in the team's device list (the admin may have renamed it).
+    pub label: String,
 }
 
 /// How the person let a session in (`consent` in `tool.session_start`'s

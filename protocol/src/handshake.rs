@@ -123,6 +123,11 @@ pub struct HandshakeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub latchkey_features: Option<Vec<String>>,
+    /// How the team knows this browser (to an extension listing `agent_info`):
+    /// its person sees the name the team's admin gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub latchkey_device: Option<crate::additions::DeviceInfo>,
 }
 
 /// `data` of the `version_too_old` error.

@@ -52,6 +52,7 @@ pub fn typescript_constants() -> String {
         ("EVENT_KILL_SWITCH", additions::EVENT_KILL_SWITCH),
         ("FEATURE_AGENT_INFO", additions::FEATURE_AGENT_INFO),
         ("EVENT_USER_STOP", additions::EVENT_USER_STOP),
+        ("GATEWAY_FEATURE_UNPAIR", additions::GATEWAY_FEATURE_UNPAIR),
         (
             "GATEWAY_FEATURE_USER_STOP",
             additions::GATEWAY_FEATURE_USER_STOP,

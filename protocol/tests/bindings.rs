@@ -36,6 +36,7 @@ fn export_all(dir: &Path) {
         latchkey_protocol::additions::ConsentGiven,
         latchkey_protocol::additions::SiteBlocked,
         latchkey_protocol::additions::SessionAgent,
+        latchkey_protocol::additions::DeviceInfo,
         latchkey_protocol::EndReason,
         authorize::AuthorizeAction,
         authorize::AuthorizeRequest,

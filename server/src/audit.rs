@@ -29,6 +29,9 @@ pub mod action {
     pub const DEVICE_REVOKE: &str = "device.revoke";
     pub const DEVICE_REVOKE_ALL: &str = "device.revoke_all";
     pub const DEVICE_FORGET: &str = "device.forget";
+    /// The browser's person forgot this server in our extension: the device revoked
+    /// by its own credential.
+    pub const DEVICE_UNPAIR: &str = "device.unpair";
     pub const TOKEN_CREATE: &str = "token.create";
     pub const TOKEN_REVOKE: &str = "token.revoke";
     pub const MEMBER_ADD: &str = "member.add";
@@ -71,6 +74,27 @@ pub struct Event<'a> {
     pub target: String,
     pub outcome: &'a str,
     pub detail: Option<String>,
+}
+
+impl<'a> Event<'a> {
+    /// A device's own act on itself (pairing, renewal, unpairing, the kill
+    /// switch): actor and target are both the device.
+    pub fn by_device(
+        tenant_id: &'a str,
+        device_id: &str,
+        action: &'static str,
+        outcome: &'a str,
+        detail: Option<String>,
+    ) -> Self {
+        Self {
+            tenant_id,
+            actor: device_ref(device_id),
+            action,
+            target: device_ref(device_id),
+            outcome,
+            detail,
+        }
+    }
 }
 
 impl Audit {

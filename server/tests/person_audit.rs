@@ -29,7 +29,11 @@ async fn the_person_s_stop_and_kill_switch_are_in_the_trail(backend: Backend) {
     let answer = socket.handshake().await.expect("handshake");
     assert_eq!(
         answer.latchkey_features,
-        Some(vec!["kill_switch".to_string(), "user_stop".to_string()])
+        Some(vec![
+            "kill_switch".to_string(),
+            "user_stop".to_string(),
+            "unpair".to_string()
+        ])
     );
     drop(socket);
 

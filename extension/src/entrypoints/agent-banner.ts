@@ -9,7 +9,7 @@
 // click (a trusted event) counts.
 
 import { defineUnlistedScript } from 'wxt/utils/define-unlisted-script';
-import { duration } from '../lib/agentinfo';
+import { duration } from '../lib/when';
 import type { BannerMark } from '../lib/banner';
 import { PAGE_UI_GLOBAL } from '../lib/page/global';
 import { OWN_UI_ATTRIBUTE } from '../lib/page/snapshot';

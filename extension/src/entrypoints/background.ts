@@ -3,7 +3,8 @@
 
 import { browser } from 'wxt/browser';
 import { defineBackground } from 'wxt/utils/define-background';
-import { pair, type RenewOutcome, renewIfDue } from '../lib/authorize';
+import { pair, type RenewOutcome, renewIfDue, unpair } from '../lib/authorize';
+import { showBadge } from '../lib/badge';
 import { forgetCredential, loadCredential } from '../lib/credential';
 import type { Params } from '../lib/dispatcher';
 import { Gateway } from '../lib/gateway';
@@ -29,6 +30,7 @@ import {
   EVENT_USER_STOP,
   EVENT_WINDOW_CLOSED,
   GATEWAY_FEATURE_KILL_SWITCH,
+  GATEWAY_FEATURE_UNPAIR,
   GATEWAY_FEATURE_USER_STOP,
 } from '@protocol/constants';
 import { evaluate } from '../lib/tools/evaluate';
@@ -51,7 +53,12 @@ const RENEWAL_TEXT: Record<Exclude<RenewOutcome, 'none' | 'not_due'>, string> = 
 const DEVICE_LABEL = 'Chrome · Latchkey';
 
 export default defineBackground(() => {
-  const sessions = new Sessions();
+  // The toolbar icon follows the status, the sessions and the help requests.
+  let live: { gateway: Gateway; help: HelpRequests } | undefined;
+  const refreshBadge = () => {
+    if (live) void showBadge({ status: live.gateway.status, sessions: sessions.size, helpWaiting: live.help.size });
+  };
+  const sessions = new Sessions(refreshBadge);
   const confirmations = new Confirmations();
   const cdp = new Cdp();
   const logs = new LogBuffers(cdp);
@@ -65,7 +72,7 @@ export default defineBackground(() => {
     const tab = await browser.tabs.get(tabId).catch(() => undefined);
     return markOf(tab ? sessions.byWindow(tab.windowId) : undefined);
   };
-  const help = new HelpRequests(markOfTab);
+  const help = new HelpRequests(markOfTab, refreshBadge);
   const consents = new Consents(serverName);
   const page: LogContext = { sessions, cdp, logs };
   // Agent Window tabs are attached from the start, so that their console, network
@@ -118,8 +125,9 @@ export default defineBackground(() => {
   }, (method, params, answer) => {
     activity.record(method, params, answer);
     const session = typeof params.session_id === 'string' ? sessions.get(params.session_id) : undefined;
-    if (session && method.startsWith('tool.')) session.lastAction = { method, at: Date.now() };
-  });
+    if (session && method.startsWith('tool.') && method !== 'tool.session_start') session.lastAction = { method, at: Date.now() };
+  }, refreshBadge);
+  live = { gateway, help };
 
   // Site rules hold in every agent tab, for navigations the gateway cannot see too.
   new SiteGuard(sessions, (event, payload) => gateway.event(event, payload)).install();
@@ -232,13 +240,15 @@ export default defineBackground(() => {
         ? {
             host: c.host,
             deviceId: c.deviceId,
-            label: c.label,
-            expiresAt: new Date(c.expiresAt).toISOString(),
-            renewAfter: new Date(c.renewAfter).toISOString(),
+            label: gateway.deviceLabel ?? c.label,
+            expiresAt: c.expiresAt,
             renewal: c.pending ? 'renewal pending' : renewal,
           }
         : {}),
+      ...(gateway.lastContactAt ? { lastContactAt: gateway.lastContactAt } : {}),
+      ...(gateway.nextRetryAt ? { nextRetryAt: gateway.nextRetryAt } : {}),
       sessions: sessions.size,
+      helpWaiting: help.size,
     };
   }
 
@@ -258,7 +268,7 @@ export default defineBackground(() => {
       }
       case 'disconnect':
         await gateway.pause();
-        return { ok: true, message: 'Disconnected' };
+        return { ok: true, message: 'Paused' };
       case 'connect':
         await gateway.resume();
         return { ok: true, message: 'Connecting' };
@@ -309,11 +319,23 @@ export default defineBackground(() => {
       case 'clear-activity':
         await activity.clear();
         return { ok: true, message: 'Cleared' };
-      case 'forget':
+      case 'forget': {
+        // Our socket closes first, so that the server's revocation close (4001) finds no
+        // socket here to mark the credential revoked; then the server is told, while the
+        // credential still works (a gateway that reads it).
+        const c = await loadCredential();
+        const tell = c !== undefined && gateway.listed(GATEWAY_FEATURE_UNPAIR);
         gateway.stop();
+        const told = tell && (await unpair(c));
         await forgetCredential();
         await gateway.restart();
-        return { ok: true, message: 'Forgotten' };
+        return {
+          ok: true,
+          message: told
+            ? 'Forgotten: this browser is removed from your team too'
+            : 'Forgotten here. Your team still lists this browser until an admin removes it',
+        };
+      }
     }
   }
 

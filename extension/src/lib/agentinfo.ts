@@ -27,13 +27,3 @@ export function agentLabel(agent: SessionAgent | undefined, server: string): str
   if (!agent) return `An agent from ${server}`;
   return agent.team ? `${agent.name} (${agent.team})` : agent.name;
 }
-
-/** "3 min", "1 h 5 min": how long since `since`, for the banner and the popup. */
-export function duration(since: number, now = Date.now()): string {
-  const s = Math.max(0, Math.floor((now - since) / 1000));
-  if (s < 60) return 'less than a minute';
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min`;
-  const h = Math.floor(m / 60);
-  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
-}

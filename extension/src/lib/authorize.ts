@@ -1,5 +1,6 @@
-// POST …/authorize for pairing and renewal (docs/protocol.md, "Pairing and renewal"–2.3): no
-// cookies, no redirects, no cache, 10 s timeout. 401/403 are final ("rejected"); anything
+// POST …/authorize for pairing and renewal (docs/protocol.md, "Pairing and renewal"–2.3), and
+// Latchkey's DELETE …/device when the person forgets the server: no cookies, no redirects, no
+// cache, 10 s timeout. 401/403 are final ("rejected"); anything
 // else that is not 200 means "unavailable, retry later".
 
 import type { AuthorizeGrant } from '@protocol/AuthorizeGrant';
@@ -138,5 +139,28 @@ export async function renewIfDue(now: number, fetchImpl: typeof fetch = fetch): 
       return 'rejected';
     case 'unavailable':
       return 'unavailable';
+  }
+}
+
+/**
+ * "Forget this server": end this device on the gateway too (Latchkey's
+ * `DELETE /extension/device`, sent only to a gateway that listed `unpair`).
+ * True when the gateway no longer holds it: removed now (204), or the credential
+ * was already dead there (401).
+ */
+export async function unpair(c: Credential, fetchImpl: typeof fetch = fetch): Promise<boolean> {
+  const url = c.authorizeUrl.replace(/\/authorize$/, '/device');
+  try {
+    const r = await fetchImpl(url, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${c.token}` },
+      credentials: 'omit',
+      redirect: 'error',
+      cache: 'no-store',
+      signal: AbortSignal.timeout(AUTHORIZE_TIMEOUT_MS),
+    });
+    return r.status === 204 || r.status === 401;
+  } catch {
+    return false;
   }
 }

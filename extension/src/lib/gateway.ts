@@ -83,11 +83,19 @@ export class Gateway {
   private readonly dispatcher: Dispatcher;
   /** What the gateway reads beyond the contract (its handshake answer's `latchkey_features`). */
   private gatewayFeatures: string[] = [];
+  /** The name the team knows this browser by (its handshake answer's `latchkey_device`). */
+  deviceLabel: string | undefined;
+  /** When the connection was last up (ms since the epoch): now, while connected. */
+  lastContactAt: number | undefined;
+  /** When the next attempt to connect is due, while offline. */
+  nextRetryAt: number | undefined;
 
   constructor(
     private readonly sessions: Sessions,
     handlers: ConstructorParameters<typeof Dispatcher>[0],
     observer?: Observer,
+    /** Told whenever the status changes (the toolbar icon). */
+    private readonly changed: () => void = () => undefined,
   ) {
     this.dispatcher = new Dispatcher(handlers, (f) => this.send(f), observer);
   }
@@ -101,6 +109,11 @@ export class Gateway {
     return this.status === 'connected' && this.gatewayFeatures.includes(feature);
   }
 
+  /** Whether the gateway, when last connected, listed `feature`. */
+  listed(feature: string): boolean {
+    return this.gatewayFeatures.includes(feature);
+  }
+
   /** Send an event (window closed, user interrupt). */
   event(name: string, payload: Record<string, unknown>): void {
     this.send({ event: name, payload });
@@ -108,6 +121,8 @@ export class Gateway {
 
   private async setStatus(s: Status): Promise<void> {
     this.status = s;
+    if (s !== 'offline') this.nextRetryAt = undefined;
+    this.changed();
     await browser.storage.session?.set({ [STATUS_KEY]: s }).catch(() => undefined);
   }
 
@@ -164,8 +179,12 @@ export class Gateway {
       if ('id' in frame && frame.id === handshakeId && this.status === 'connecting') {
         clearTimeout(handshakeTimer);
         if ('result' in frame) {
-          const listed = (frame.result as { latchkey_features?: unknown } | null)?.latchkey_features;
+          const answer = frame.result as { latchkey_features?: unknown; latchkey_device?: { label?: unknown } } | null;
+          const listed = answer?.latchkey_features;
           this.gatewayFeatures = Array.isArray(listed) ? listed.filter((f): f is string => typeof f === 'string').slice(0, 16) : [];
+          const label = answer?.latchkey_device?.label;
+          this.deviceLabel = typeof label === 'string' && label.trim() ? label.trim().slice(0, 100) : undefined;
+          this.lastContactAt = Date.now();
           this.attempt = 0;
           void this.setStatus('connected');
           this.heartbeatTimer = setInterval(() => this.send({ event: EVENT_HEARTBEAT, payload: {} }), HEARTBEAT_MS);
@@ -183,6 +202,7 @@ export class Gateway {
   private async closed(ws: WebSocket, code: number): Promise<void> {
     if (this.ws !== ws) return;
     this.ws = undefined;
+    if (this.status === 'connected') this.lastContactAt = Date.now();
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = undefined;
     this.dispatcher.abortAll();
@@ -202,6 +222,7 @@ export class Gateway {
   private scheduleReconnect(): void {
     void this.setStatus('offline');
     const delay = backoffDelay(this.attempt++);
+    this.nextRetryAt = Date.now() + delay;
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       void this.ensure();
@@ -247,9 +268,12 @@ export class Gateway {
     ws?.close(1000);
   }
 
-  /** After (re)pairing: forget stop states and connect. */
+  /** After (re)pairing: forget stop states and what the last gateway said, and connect. */
   async restart(): Promise<void> {
     this.stop();
+    this.gatewayFeatures = [];
+    this.deviceLabel = undefined;
+    this.lastContactAt = undefined;
     this.status = 'offline';
     this.attempt = 0;
     await browser.storage.local.remove(PAUSED_KEY);

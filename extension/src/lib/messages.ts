@@ -59,11 +59,17 @@ export interface StatusView {
   status: Status;
   host?: string;
   deviceId?: string;
+  /** The name the team knows this browser by (the server's, once connected). */
   label?: string;
-  expiresAt?: string;
-  renewAfter?: string;
+  /** When the access ends (ms since the epoch). */
+  expiresAt?: number;
   renewal?: string;
+  /** When the connection was last up; now, while connected. */
+  lastContactAt?: number;
+  /** When the next attempt to connect is due, while offline. */
+  nextRetryAt?: number;
   sessions: number;
+  helpWaiting: number;
 }
 
 export type Reply =
@@ -90,5 +96,5 @@ export const STATUS_TEXT: Record<Status, string> = {
   expired: 'Access expired, pair again',
   revoked: 'Access revoked by your admin, pair again',
   replaced: 'Connected from another window of this browser profile',
-  disconnected: 'Disconnected (paired; not connecting)',
+  disconnected: 'Paused',
 };

@@ -47,16 +47,20 @@ export interface AgentSession {
 export class Sessions {
   private readonly byId = new Map<string, AgentSession>();
 
+  /** `changed` is told whenever a session comes or goes (the toolbar icon). */
+  constructor(private readonly changed: () => void = () => undefined) {}
+
   get(id: string): AgentSession | undefined {
     return this.byId.get(id);
   }
 
   add(session: AgentSession): void {
     this.byId.set(session.id, session);
+    this.changed();
   }
 
   remove(id: string): void {
-    this.byId.delete(id);
+    if (this.byId.delete(id)) this.changed();
   }
 
   byWindow(windowId: number): AgentSession | undefined {

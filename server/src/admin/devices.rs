@@ -166,27 +166,13 @@ pub(crate) async fn revoke_one(
     p: &Principal,
     id: &str,
 ) -> Result<DeviceRecord, ApiError> {
-    let now = state.clock.now_ms();
     let span = tracing::info_span!("revoke", tenant = %p.tenant_id, device = %id);
-    // The live socket closes first, on the tenant's own registration of it: the
-    // commit below waits for the disk (tens of milliseconds on a slow one), and a
-    // device being revoked must not work through it. The close is signalled again
-    // once the revocation is committed, which closes any socket that a reconnect
-    // opened with the grant it read before the commit. Should the commit fail, the
-    // caller gets the error to retry, and the device, whose grant still stands,
-    // reconnects: the one thing changed is a reconnect.
-    let closed_first = state
-        .registry
-        .close_in_tenant(&p.tenant_id, id, CloseCode::Revoked);
     let revoked = tracing::Instrument::instrument(
-        state.store.revoke_device(&p.tenant_id, id, now),
-        span.clone(),
+        crate::devices::revocation::revoke_and_close(state, &p.tenant_id, id),
+        span,
     )
     .await;
-    let d = revoked?.ok_or_else(|| ApiError::not_found("device"))?;
-    let was_online = state.registry.close(id, CloseCode::Revoked) || closed_first;
-    metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(1);
-    tracing::info!(tenant = %p.tenant_id, device = %id, was_online, "device revoked");
+    let (d, was_online) = revoked?.ok_or_else(|| ApiError::not_found("device"))?;
     state
         .audit
         .record(Event {

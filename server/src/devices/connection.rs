@@ -24,7 +24,7 @@ use latchkey_protocol::{CloseCode, EndReason, Frame};
 use tokio::time::timeout;
 use tracing::{Instrument, info, info_span};
 
-use crate::audit::{self, Event, Priority, action};
+use crate::audit::{Event, Priority, action};
 use crate::core::Core;
 use crate::core_error::CoreError;
 use crate::devices::ending::End;
@@ -196,14 +196,13 @@ impl<S: Socket> Connection<S> {
                 &device.id,
                 last_seen,
                 None,
-                Event {
-                    tenant_id: &device.tenant_id,
-                    actor: audit::device_ref(&device.id),
-                    action: action::DEVICE_DISCONNECT,
-                    target: audit::device_ref(&device.id),
-                    outcome: why,
-                    detail: end.close.map(|c| format!("close {}", c.code())),
-                },
+                Event::by_device(
+                    &device.tenant_id,
+                    &device.id,
+                    action::DEVICE_DISCONNECT,
+                    why,
+                    end.close.map(|c| format!("close {}", c.code())),
+                ),
             ))
             .await;
         }

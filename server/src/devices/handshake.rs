@@ -1,7 +1,7 @@
 //! Judging the extension's first frame (docs/protocol.md, "Handshake"), apart from the socket
 //! so the rules are testable on their own.
 
-use latchkey_protocol::additions::GATEWAY_FEATURES;
+use latchkey_protocol::additions::{DeviceInfo, Features, GATEWAY_FEATURES};
 use latchkey_protocol::handshake::{
     self, Compatibility, GATEWAY_MIN_COMPATIBLE_PROTOCOL, GATEWAY_PROTOCOL_VERSION,
     HandshakeParams, HandshakeResult, VersionTooOldData,
@@ -91,7 +91,7 @@ pub fn judge(text: &str) -> Result<(String, HandshakeParams), Refused> {
 }
 
 /// The gateway's answer to a compatible handshake.
-pub fn result() -> serde_json::Value {
+pub fn result(features: Features, device_label: &str) -> serde_json::Value {
     let result = HandshakeResult {
         server: methods::HANDSHAKE_SERVER_NAME.to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -99,6 +99,9 @@ pub fn result() -> serde_json::Value {
         min_compatible_peer: Some("0.0.0".to_string()),
         min_compatible_protocol: Some(GATEWAY_MIN_COMPATIBLE_PROTOCOL.to_string()),
         latchkey_features: Some(GATEWAY_FEATURES.iter().map(|f| f.to_string()).collect()),
+        latchkey_device: features.agent_info.then(|| DeviceInfo {
+            label: device_label.to_string(),
+        }),
     };
     serde_json::to_value(result).unwrap_or_default()
 }

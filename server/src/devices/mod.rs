@@ -10,5 +10,6 @@ pub mod grant_sweep;
 pub(crate) mod handshake;
 pub(crate) mod link;
 pub mod registry;
+pub(crate) mod revocation;
 
 pub use registry::DeviceRegistry;

@@ -19,7 +19,7 @@ use tracing::{debug, info};
 
 use super::reply::Refusal;
 use crate::app::AppState;
-use crate::audit::{self, Event, action};
+use crate::audit::{Event, action};
 use crate::auth::secret;
 use crate::clock::rfc3339;
 use crate::rate_limits::client_ip::client_ip;
@@ -31,8 +31,8 @@ use latchkey_protocol::authorize::AuthorizeErrorTag;
 const DEFAULT_DEVICE_LABEL: &str = "Browser";
 
 /// Exactly one `Authorization: Bearer <credential>`.
-fn bearer(request: &Request) -> Option<&str> {
-    let mut values = request.headers().get_all(AUTHORIZATION).iter();
+pub(super) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(AUTHORIZATION).iter();
     let (Some(value), None) = (values.next(), values.next()) else {
         return None;
     };
@@ -111,7 +111,7 @@ async fn authorize_inner(
     if request.uri().query().is_some() {
         return Err(charged(Refusal::UNAUTHORIZED));
     }
-    let Some(credential) = bearer(&request).map(str::to_string) else {
+    let Some(credential) = bearer(request.headers()).map(str::to_string) else {
         return Err(charged(Refusal::UNAUTHORIZED));
     };
     if !is_json(&request) {
@@ -218,17 +218,16 @@ async fn pair(
     info!(tenant = %device.tenant_id, device = %device.id, "device paired");
     state
         .audit
-        .record(Event {
-            tenant_id: &device.tenant_id,
-            actor: audit::device_ref(&device.id),
-            action: action::DEVICE_PAIR,
-            target: audit::device_ref(&device.id),
-            outcome: "ok",
-            detail: Some(format!(
+        .record(Event::by_device(
+            &device.tenant_id,
+            &device.id,
+            action::DEVICE_PAIR,
+            "ok",
+            Some(format!(
                 "from {client}; pairing created by {}",
                 device.created_by
             )),
-        })
+        ))
         .await;
     Ok(grant(state, &device))
 }
@@ -261,16 +260,15 @@ async fn renew(
                 info!(tenant = %tenant_id, device = %device_id, "renewal refused");
                 state
                     .audit
-                    .record(Event {
-                        tenant_id: &tenant_id,
-                        actor: audit::device_ref(&device_id),
-                        action: action::DEVICE_RENEW_REFUSED,
-                        target: audit::device_ref(&device_id),
-                        outcome: "refused",
-                        detail: Some(
+                    .record(Event::by_device(
+                        &tenant_id,
+                        &device_id,
+                        action::DEVICE_RENEW_REFUSED,
+                        "refused",
+                        Some(
                             "old or rotated credential, different successor, or grant ended".into(),
                         ),
-                    })
+                    ))
                     .await;
             }
             return Err(Refusal::UNAUTHORIZED);
@@ -279,14 +277,13 @@ async fn renew(
     info!(tenant = %device.tenant_id, device = %device.id, action = act, "device renewed");
     state
         .audit
-        .record(Event {
-            tenant_id: &device.tenant_id,
-            actor: audit::device_ref(&device.id),
-            action: act,
-            target: audit::device_ref(&device.id),
-            outcome: "ok",
-            detail: None,
-        })
+        .record(Event::by_device(
+            &device.tenant_id,
+            &device.id,
+            act,
+            "ok",
+            None,
+        ))
         .await;
     Ok(grant(state, &device))
 }

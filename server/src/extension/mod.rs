@@ -6,10 +6,11 @@
 pub(crate) mod authorize;
 pub(crate) mod local;
 pub(crate) mod reply;
+pub(crate) mod unpair;
 pub mod upgrade;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -45,5 +46,9 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/extension/authorize",
             post(authorize::authorize).fallback(reply::not_found),
+        )
+        .route(
+            "/extension/device",
+            delete(unpair::unpair).fallback(reply::not_found),
         )
 }

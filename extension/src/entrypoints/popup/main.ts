@@ -4,7 +4,7 @@ import { browser } from 'wxt/browser';
 import type { ActivityEntry } from '../../lib/activity';
 import type { Allowance, ConsentView } from '../../lib/consent';
 import { type HelpView, type Reply, type Request, type SessionSummary, STATUS_TEXT, type StatusView } from '../../lib/messages';
-import { duration } from '../../lib/agentinfo';
+import { ago, duration, exact, fromNow } from '../../lib/when';
 import type { Settings } from '../../lib/settings';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -13,25 +13,81 @@ async function ask(req: Request): Promise<Reply> {
   return (await browser.runtime.sendMessage(req)) as Reply;
 }
 
+/** One line under the status: what the state means and what to do about it. */
+function hintFor(v: StatusView, now: number): string {
+  switch (v.status) {
+    case 'unpaired':
+      return 'Paste the pairing link your team admin sent you. Agents can use this browser only after that, and only in windows marked in red.';
+    case 'connecting':
+      return `Connecting to ${v.host ?? 'your team'}…`;
+    case 'connected':
+      return v.sessions > 0 ? '' : 'Ready. No agent is working in this browser now.';
+    case 'renewing':
+      return 'Renewing this browser’s access.';
+    case 'offline': {
+      const last = v.lastContactAt ? `Last connected ${ago(v.lastContactAt, now)}. ` : '';
+      const next = v.nextRetryAt ? `Trying again ${fromNow(v.nextRetryAt, now)}.` : 'Trying again shortly.';
+      return `Cannot reach ${v.host ?? 'the server'}. ${last}${next}`;
+    }
+    case 'disconnected':
+      return 'Paused: no agent can reach this browser until you connect again.';
+    case 'revoked':
+      return 'Your team admin revoked this browser’s access. Pair again with a new link to lend it again.';
+    case 'rejected':
+      return 'The server no longer accepts this browser’s credential. Pair again with a new link.';
+    case 'expired':
+      return 'This browser’s access expired. Pair again with a new link.';
+    case 'replaced':
+      return 'Another window of this browser profile holds the connection.';
+  }
+}
+
+/** Set a row of the details, or hide it when there is nothing to say. */
+function row(id: string, text: string | undefined, title?: string): void {
+  const dd = $(id);
+  const dt = $(`${id}-term`);
+  dd.textContent = text ?? '';
+  if (title) dd.title = title;
+  else dd.removeAttribute('title');
+  dd.hidden = dt.hidden = !text;
+}
+
+const ENDED = ['revoked', 'rejected', 'expired'];
+
 function show(view: StatusView): void {
+  const now = Date.now();
   const status = $('status');
   const text = STATUS_TEXT[view.status];
-  status.textContent = text;
+  $('status-text').textContent = text;
   status.setAttribute('aria-label', text);
   status.dataset.state = view.status;
+  $('status-hint').textContent = hintFor(view, now);
   const paired = view.deviceId !== undefined;
+  const ended = ENDED.includes(view.status);
+  // Each state shows its own fields only.
   $('details').hidden = !paired;
-  $('actions').hidden = !paired;
-  $('pair-form').hidden = paired && !['rejected', 'expired', 'revoked'].includes(view.status);
   $('host').textContent = view.host ?? '';
-  $('device').textContent = view.deviceId ?? '';
   $('label').textContent = view.label ?? '';
-  $('expires').textContent = view.expiresAt ?? '';
-  $('renewal').textContent = view.renewal ?? '';
-  $('sessions').textContent = String(view.sessions);
-  $('stop-all').hidden = !['connected', 'connecting', 'offline', 'renewing'].includes(view.status);
-  $('disconnect').hidden = view.status === 'disconnected';
+  $('device').textContent = view.deviceId ?? '';
+  row(
+    'expires',
+    !ended && view.expiresAt ? `until ${new Date(view.expiresAt).toLocaleDateString()} (${fromNow(view.expiresAt, now)})` : undefined,
+    view.expiresAt ? exact(view.expiresAt) : undefined,
+  );
+  row(
+    'contact',
+    view.status === 'connected' ? 'now' : !ended && view.lastContactAt ? ago(view.lastContactAt, now) : undefined,
+    view.lastContactAt ? exact(view.lastContactAt) : undefined,
+  );
+  const renewalWorth = view.renewal && !['not due', 'renewed'].includes(view.renewal) && !ended;
+  row('renewal', renewalWorth ? view.renewal : undefined);
+  $('pair-form').hidden = paired && !ended;
+  $('actions').hidden = !paired;
+  $('stop-all').hidden = view.sessions === 0;
+  $('disconnect').hidden = !['connected', 'connecting', 'offline', 'renewing'].includes(view.status);
   $('connect').hidden = view.status !== 'disconnected';
+  $('settings').hidden = !paired || ended;
+  if (!paired) $('forget-confirm').hidden = true;
 }
 
 function showActivity(entries: ActivityEntry[]): void {
@@ -42,9 +98,10 @@ function showActivity(entries: ActivityEntry[]): void {
       li.dataset.outcome = e.outcome;
       const time = document.createElement('time');
       time.dateTime = new Date(e.at).toISOString();
-      time.textContent = new Date(e.at).toLocaleTimeString();
+      time.textContent = new Date(e.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+      time.title = exact(e.at);
       const what = document.createElement('span');
-      what.textContent = `${e.method.replace(/^tool\./, '')}${e.tab !== undefined ? ` · tab ${e.tab}` : ''}${e.reason ? ` · ${e.reason.replace(/_/g, ' ')}` : ''}`;
+      what.textContent = `${e.method.replace(/^tool\./, '').replace(/_/g, ' ')}${e.reason ? ` · ${e.reason.replace(/_/g, ' ')}` : ''}`;
       const outcome = document.createElement('span');
       outcome.className = 'outcome';
       outcome.textContent = e.outcome;
@@ -53,6 +110,7 @@ function showActivity(entries: ActivityEntry[]): void {
     }),
   );
   $('activity-empty').hidden = entries.length > 0;
+  $('activity-section').hidden = entries.length === 0 && $('details').hidden;
 }
 
 /** What each list last showed: lists are redrawn only when their items change, so the
@@ -142,7 +200,7 @@ function showSessions(list: SessionSummary[]): void {
     const li = element('li', '');
     li.dataset.session = s.id;
     const started = element('span', `started ${duration(s.startedAt, now)} ago`, 'when');
-    started.title = new Date(s.startedAt).toLocaleString();
+    started.title = exact(s.startedAt);
     const last = s.lastAction
       ? element('span', `last: ${s.lastAction.method.replace(/^tool\./, '')}, ${duration(s.lastAction.at, now)} ago`, 'when')
       : element('span', 'no action yet', 'when');
@@ -165,8 +223,9 @@ async function refresh(): Promise<void> {
   showActivity((await ask({ type: 'activity' })) as ActivityEntry[]);
 }
 
-function message(text: string): void {
+function message(text: string, kind: 'ok' | 'error' = 'error'): void {
   $('message').textContent = text;
+  $('message').dataset.kind = kind;
 }
 
 $('pair-form').addEventListener('submit', async (e) => {
@@ -182,7 +241,6 @@ $('pair-form').addEventListener('submit', async (e) => {
 for (const [id, type] of [
   ['disconnect', 'disconnect'],
   ['connect', 'connect'],
-  ['forget', 'forget'],
 ] as const) {
   $(id).addEventListener('click', async () => {
     message('');
@@ -191,9 +249,24 @@ for (const [id, type] of [
   });
 }
 
+// Forgetting asks first: it ends every session and needs a new link to undo.
+$('forget').addEventListener('click', () => {
+  $('forget-confirm').hidden = false;
+  $('forget-no').focus();
+});
+$('forget-no').addEventListener('click', () => {
+  $('forget-confirm').hidden = true;
+});
+$('forget-yes').addEventListener('click', async () => {
+  $('forget-confirm').hidden = true;
+  const r = (await ask({ type: 'forget' })) as { ok: boolean; message: string };
+  message(r.message, r.ok ? 'ok' : 'error');
+  await refresh();
+});
+
 $('stop-all').addEventListener('click', async () => {
   const r = (await ask({ type: 'stop-all' })) as { ok: boolean; message: string };
-  $('message').textContent = r.message;
+  message(r.message, r.ok ? 'ok' : 'error');
   await refresh();
 });
 

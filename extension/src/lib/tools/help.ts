@@ -36,7 +36,11 @@ export interface PendingHelp {
 export class HelpRequests {
   private readonly pending = new Map<string, PendingHelp>();
 
-  constructor(private readonly markOf: (tabId: number) => Promise<BannerMark>) {
+  constructor(
+    private readonly markOf: (tabId: number) => Promise<BannerMark>,
+    /** Told whenever the number waiting changes (the toolbar icon). */
+    private readonly changed: () => void = () => undefined,
+  ) {
     browser.notifications?.onButtonClicked.addListener((id, button) => this.answer(id, button === 0 ? 'continued' : 'cancelled'));
     browser.notifications?.onClicked.addListener((id) => {
       const p = this.pending.get(id);
@@ -100,10 +104,13 @@ export class HelpRequests {
     await endHelpPanel(p.tabId);
   }
 
+  /** How many requests wait for the person. */
+  get size(): number {
+    return this.pending.size;
+  }
+
   private async badge(): Promise<void> {
-    const n = this.pending.size;
-    await browser.action.setBadgeBackgroundColor({ color: '#f29900' }).catch(() => undefined);
-    await browser.action.setBadgeText({ text: n > 0 ? String(n) : '' }).catch(() => undefined);
+    this.changed();
   }
 }
 

@@ -50,13 +50,12 @@ impl<S: Socket> Connection<S> {
             .list(|s| s.device_id == self.device.id)
             .len();
         info!(sessions = open, "kill switch pressed");
-        self.state.audit.record_detached(Event {
-            tenant_id: &self.device.tenant_id,
-            actor: audit::device_ref(&self.device.id),
-            action: action::DEVICE_KILL_SWITCH,
-            target: audit::device_ref(&self.device.id),
-            outcome: "ok",
-            detail: Some(format!("Stop all agents pressed; sessions ended: {open}")),
-        });
+        self.state.audit.record_detached(Event::by_device(
+            &self.device.tenant_id,
+            &self.device.id,
+            action::DEVICE_KILL_SWITCH,
+            "ok",
+            Some(format!("Stop all agents pressed; sessions ended: {open}")),
+        ));
     }
 }

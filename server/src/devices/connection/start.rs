@@ -14,7 +14,7 @@ use tokio::time::timeout;
 use tracing::{info, info_span, warn};
 
 use super::Connection;
-use crate::audit::{self, Event, Priority, action};
+use crate::audit::{Event, Priority, action};
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::handshake;
@@ -55,7 +55,6 @@ impl<S: Socket> Connection<S> {
             _ = shutdown.cancelled() => return Err(End::close(CloseCode::GoingAway, "shutdown")),
         };
         let (id, params) = handshake?;
-        let result = handshake::result();
         // Everything the device's answer implies is in place before the answer: it is
         // routable, and its browser and the connect are recorded. Calls routed now wait
         // in the outbox, which is written only after the handshake result. A new socket
@@ -65,6 +64,7 @@ impl<S: Socket> Connection<S> {
             .sessions
             .purge_device(&self.device.id, EndReason::BrowserReconnected);
         let features = Features::of(params.latchkey_features.as_deref());
+        let result = handshake::result(features, &self.device.label);
         let link = DeviceLink::with_features(
             &self.device.id,
             &self.device.tenant_id,
@@ -106,17 +106,16 @@ impl<S: Socket> Connection<S> {
                 &self.device.id,
                 self.state.clock.now_ms(),
                 Some((&params.browser.name, &params.browser.version)),
-                Event {
-                    tenant_id: &self.device.tenant_id,
-                    actor: audit::device_ref(&self.device.id),
-                    action: action::DEVICE_CONNECT,
-                    target: audit::device_ref(&self.device.id),
-                    outcome: "ok",
-                    detail: Some(format!(
+                Event::by_device(
+                    &self.device.tenant_id,
+                    &self.device.id,
+                    action::DEVICE_CONNECT,
+                    "ok",
+                    Some(format!(
                         "from {} extension {} protocol {} browser {}",
                         self.peer, params.version, params.protocol_version, params.browser.name
                     )),
-                },
+                ),
             )
             .await;
         self.send_frame(Frame::Success(SuccessFrame { id, result }))
