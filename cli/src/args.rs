@@ -94,8 +94,12 @@ pub enum SessionCommand {
         width: Option<u32>,
         #[arg(long, requires = "width")]
         height: Option<u32>,
-        /// Open the window without focusing it.
+        /// Bring the Agent Window to the front, taking focus from the browser's
+        /// person (by default it opens behind what they are doing).
         #[arg(long)]
+        focus: bool,
+        /// The default now (the window opens behind); kept for old scripts.
+        #[arg(long, hide = true, conflicts_with = "focus")]
         background: bool,
         /// Wait this long for a browser to come online, e.g. 30s (at most 60s).
         #[arg(long, value_parser = parse_ttl)]

@@ -72,7 +72,8 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
             browser,
             width,
             height,
-            background,
+            focus,
+            background: _,
             wait_for_browser,
             purpose,
         } => {
@@ -80,7 +81,7 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
                 browser_id: browser,
                 width,
                 height,
-                focused: background.then_some(false),
+                focused: focus.then_some(true),
                 wait_for_browser_ms: wait_for_browser.map(|s| s.saturating_mul(1000)),
                 purpose,
             };

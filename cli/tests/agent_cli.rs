@@ -73,7 +73,25 @@ async fn agent_commands_reach_the_browser() {
         .into_iter()
         .find(|f| f.method == "tool.session_start")
         .expect("start");
-    assert_eq!(start.params.expect("params")["width"], 1280);
+    let params = start.params.expect("params");
+    assert_eq!(params["width"], 1280);
+    assert_eq!(
+        params["focused"], false,
+        "behind the person's window unless asked"
+    );
+    // --focus asks for the front.
+    let r = latchkey(cfg, &env, &["session", "start", "--focus"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let focused = browser
+        .received()
+        .into_iter()
+        .filter(|f| f.method == "tool.session_start")
+        .nth(1)
+        .and_then(|f| f.params)
+        .expect("second start");
+    assert_eq!(focused["focused"], true);
+    let r = latchkey(cfg, &env, &["session", "stop", r.stdout.trim()]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
 
     let mut env_s: Vec<(&str, &str)> = env.to_vec();
     env_s.push(("LATCHKEY_SESSION", session.as_str()));

@@ -33,8 +33,9 @@ pub enum CoreError {
     SessionCap(SessionCap),
     /// The named browser is not online in the caller's tenant.
     BrowserNotOnline,
-    /// No browser of the tenant is online.
-    NoBrowserConnected,
+    /// No browser of the tenant is online; the ones seen last, newest first (at
+    /// most [`LAST_SEEN_NAMED`]), so the agent can say which to open.
+    NoBrowserConnected(Vec<LastSeen>),
     /// More than one is online and none was named.
     MultipleBrowsersOnline(Vec<String>),
     /// The browser's connection ended with the call in flight: outcome unknown.
@@ -64,6 +65,19 @@ pub enum CoreError {
     Browser(ErrorBody),
     /// A policy refused the start or the call (docs/policy.md).
     Policy(PolicyDenial),
+}
+
+/// How many of a tenant's browsers `no_browser_connected` names.
+pub const LAST_SEEN_NAMED: usize = 5;
+
+/// A browser of the tenant that is not online, as `no_browser_connected` names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LastSeen {
+    pub id: String,
+    pub label: String,
+    /// RFC 3339; absent for a browser never connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<String>,
 }
 
 /// Which session quota was full.
@@ -105,7 +119,7 @@ impl CoreError {
             CoreError::Cancelled(_) => ErrorCode::Cancelled,
             CoreError::SessionCap(SessionCap::PerDevice(_)) => ErrorCode::CapacityReached,
             CoreError::SessionCap(SessionCap::PerToken(_)) => ErrorCode::LimitReached,
-            CoreError::NoBrowserConnected => ErrorCode::NoBrowserConnected,
+            CoreError::NoBrowserConnected(_) => ErrorCode::NoBrowserConnected,
             CoreError::MultipleBrowsersOnline(_) => ErrorCode::MultipleBrowsersOnline,
             CoreError::BrowserDisconnected => ErrorCode::BrowserDisconnected,
             CoreError::DeviceRevoked => ErrorCode::DeviceRevoked,
@@ -167,7 +181,25 @@ impl CoreError {
                 Some(json!({ "limit": max })),
             ),
             CoreError::BrowserNotOnline => ("no such browser online".into(), None),
-            CoreError::NoBrowserConnected => ("no browser is online".into(), None),
+            CoreError::NoBrowserConnected(seen) if seen.is_empty() => {
+                ("no browser is online".into(), None)
+            }
+            CoreError::NoBrowserConnected(seen) => {
+                let named: Vec<String> = seen
+                    .iter()
+                    .map(|b| match &b.last_seen_at {
+                        Some(at) => format!("{} ({}, last seen {at})", b.label, b.id),
+                        None => format!("{} ({}, never connected)", b.label, b.id),
+                    })
+                    .collect();
+                (
+                    format!(
+                        "no browser is online; open one of these: {}",
+                        named.join("; ")
+                    ),
+                    Some(json!({ "last_seen": seen })),
+                )
+            }
             CoreError::MultipleBrowsersOnline(ids) => (
                 "more than one browser is online; pass browser_id".into(),
                 Some(json!({ "browsers": ids })),

@@ -352,8 +352,8 @@ async fn browser_choice() {
         .await
         .expect("start");
     assert_eq!((r.status, r.code()), (409, "no_browser_connected"));
-    let (a, _ba) = server.new_browser(script()).await.expect("a");
-    let (b, _bb) = server.new_browser(script()).await.expect("b");
+    let (a, ba) = server.new_browser(script()).await.expect("a");
+    let (b, bb) = server.new_browser(script()).await.expect("b");
     let r = agent
         .start_raw(&StartSessionRequest::default())
         .await
@@ -368,6 +368,37 @@ async fn browser_choice() {
     assert_eq!(
         agent.start(Some(&b)).await.expect("start on b").browser_id,
         b
+    );
+    // With both gone, the refusal names them, last seen first, for the agent to
+    // ask the person to open one.
+    ba.drop_connection();
+    bb.drop_connection();
+    let offline = wait_until(Duration::from_secs(10), || async {
+        agent
+            .browsers()
+            .await
+            .is_ok_and(|l| l.browsers.iter().all(|x| !x.online))
+    })
+    .await;
+    assert!(offline);
+    let r = agent
+        .start_raw(&StartSessionRequest::default())
+        .await
+        .expect("start");
+    assert_eq!((r.status, r.code()), (409, "no_browser_connected"));
+    let seen = r.body["error"]["data"]["last_seen"]
+        .as_array()
+        .expect("last_seen")
+        .clone();
+    let mut ids: Vec<&str> = seen.iter().filter_map(|x| x["id"].as_str()).collect();
+    ids.sort_unstable();
+    let mut expected = [a.as_str(), b.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    assert!(seen.iter().all(|x| x["last_seen_at"].is_string()));
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("no browser is online; open one of these:") && message.contains(&a)
     );
     server.stop().await;
 }

@@ -59,18 +59,15 @@ async fn a_device_that_stops_reading_is_dropped_and_its_callers_answered() {
     assert_eq!(stalled.code(), "browser_disconnected", "{:?}", stalled.body);
     // Every caller is answered: in flight when the device was dropped →
     // `browser_disconnected`; arrived after the drop (a slow upload of its 1.5 MiB body) → the
-    // session is gone, `not_found` (docs/protocol.md, "Sessions"). The calls whose writes
-    // filled the socket were in flight, so at least one is the former.
+    // session has ended, and says why: `session_ended`, reason `browser_disconnected`
+    // (docs/sessions.md, "How a session ends"). The calls whose writes filled the socket
+    // were in flight, so at least one is the former.
     let mut disconnected = 0;
     for c in calls {
         let o = c.await.expect("call");
         match o.code() {
             "browser_disconnected" => disconnected += 1,
-            "not_found" => assert_eq!(
-                o.body["error"]["message"], "session not registered or already stopped",
-                "{:?}",
-                o.body
-            ),
+            "session_ended" => assert_eq!(o.reason(), "browser_disconnected", "{:?}", o.body),
             other => panic!("unexpected {other}: {:?}", o.body),
         }
     }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::principal::Principal;
 use crate::core::Core;
-use crate::core_error::CoreError;
+use crate::core_error::{CoreError, LAST_SEEN_NAMED, LastSeen};
 use crate::policy::{self, PolicyDenial};
 
 /// Which online device of the tenant a new session goes to: among those the
@@ -52,11 +52,36 @@ pub(super) fn choose_device(
             .find(|d| d == id)
             .ok_or(CoreError::BrowserNotOnline),
         None => match online.len() {
-            0 => Err(CoreError::NoBrowserConnected),
+            0 => Err(CoreError::NoBrowserConnected(Vec::new())),
             1 => Ok(online.into_iter().next().unwrap_or_default()),
             _ => Err(CoreError::MultipleBrowsersOnline(online)),
         },
     }
+}
+
+/// The tenant's live browsers that are not online, seen last first (those the
+/// caller's delegation may use): what `no_browser_connected` names. A store that
+/// cannot answer names none; the refusal stands either way.
+pub(super) async fn last_seen(state: &Core, principal: &Principal) -> Vec<LastSeen> {
+    let now = state.clock.now_ms();
+    let Ok(mut devices) = state.store.list_devices(&principal.tenant_id).await else {
+        return Vec::new();
+    };
+    let allowed = principal
+        .delegation
+        .as_ref()
+        .and_then(|d| d.scope.browsers.as_ref());
+    devices.retain(|d| d.is_live(now) && allowed.is_none_or(|a| a.contains(&d.id)));
+    devices.sort_by_key(|d| std::cmp::Reverse(d.last_seen_at));
+    devices
+        .into_iter()
+        .take(LAST_SEEN_NAMED)
+        .map(|d| LastSeen {
+            last_seen_at: d.last_seen_at.map(crate::clock::rfc3339),
+            id: d.id,
+            label: d.label,
+        })
+        .collect()
 }
 
 /// A start the policies let through: the policy the session runs under, and

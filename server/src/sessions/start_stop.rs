@@ -78,7 +78,14 @@ async fn start_session(
             end = principal.lease.ended() => return Err(CoreError::Token(end)),
         }
     }
-    let device_id = choose_device(state, principal, req.browser_id.as_deref())?;
+    let device_id = match choose_device(state, principal, req.browser_id.as_deref()) {
+        Err(CoreError::NoBrowserConnected(_)) => {
+            return Err(CoreError::NoBrowserConnected(
+                admission::last_seen(state, principal).await,
+            ));
+        }
+        chosen => chosen?,
+    };
     let link = state
         .registry
         .link(&device_id)
