@@ -21,12 +21,29 @@ pub struct ApiClient {
     profile: String,
 }
 
+/// `url` as an error message may show it: any `user:password@` part is
+/// dropped, so a credential put in the URL never reaches the terminal or a log.
+pub fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    if scheme.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{scheme}://{rest}")
+    }
+}
+
 /// The server URL as given, checked before anything is sent: `http://` or
 /// `https://` and a host.
 pub fn check_url(url: &str) -> Result<(), CliError> {
     match reqwest::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
         _ => {
+            let url = shown_url(url);
             let hint = if url.contains("://") {
                 String::new()
             } else {
@@ -76,9 +93,10 @@ impl ApiClient {
     fn unreachable(&self, e: &reqwest::Error) -> CliError {
         let detail = without_url(e);
         let lower = detail.to_ascii_lowercase();
+        let base = shown_url(&self.base);
         let hint = if lower.contains("connection refused") {
-            format!(" Is latchkeyd running at {}?", self.base)
-        } else if self.base.starts_with("https://")
+            format!(" Is latchkeyd running at {base}?")
+        } else if base.starts_with("https://")
             && [
                 "invalidcontenttype",
                 "corrupt message",
@@ -89,7 +107,7 @@ impl ApiClient {
         {
             format!(
                 " The server does not speak TLS there: try {}",
-                self.base.replacen("https://", "http://", 1)
+                base.replacen("https://", "http://", 1)
             )
         } else if lower.contains("unknownissuer") || lower.contains("invalid peer certificate") {
             " Its certificate is not trusted here: pass --ca-cert with the CA that signed it."
@@ -100,8 +118,8 @@ impl ApiClient {
             String::new()
         };
         CliError::Connection(format!(
-            "{} (profile {:?}): {detail}.{hint}",
-            self.base, self.profile
+            "{base} (profile {:?}): {detail}.{hint}",
+            self.profile
         ))
     }
 
@@ -172,4 +190,23 @@ fn without_url(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_url;
+
+    #[test]
+    fn a_credential_in_the_url_is_never_shown() {
+        assert_eq!(
+            shown_url("https://bob:hunter2@gw.example:8443/x?a=b"),
+            "https://gw.example:8443/x?a=b"
+        );
+        assert_eq!(shown_url("bob:hunter2@127.0.0.1:52800"), "127.0.0.1:52800");
+        assert_eq!(
+            shown_url("http://127.0.0.1:52800"),
+            "http://127.0.0.1:52800"
+        );
+        assert_eq!(shown_url("http://h/p@q"), "http://h/p@q");
+    }
 }

@@ -32,7 +32,7 @@ export interface PendingHelp {
   answer: (outcome: 'continued' | 'cancelled') => void;
 }
 
-/** Help requests waiting for the person; the badge counts them. */
+/** Help requests waiting for the person; the toolbar icon says so (lib/badge.ts). */
 export class HelpRequests {
   private readonly pending = new Map<string, PendingHelp>();
 
@@ -80,7 +80,7 @@ export class HelpRequests {
 
   async add(p: PendingHelp): Promise<void> {
     this.pending.set(p.request, p);
-    await this.badge();
+    this.changed();
     await showHelpPanel(p.tabId, await this.markOf(p.tabId), { request: p.request, title: p.title, prompt: p.prompt });
     await browser.notifications
       ?.create(p.request, {
@@ -99,7 +99,7 @@ export class HelpRequests {
     const p = this.pending.get(request);
     if (!p) return;
     this.pending.delete(request);
-    await this.badge();
+    this.changed();
     await browser.notifications?.clear(request).catch(() => undefined);
     await endHelpPanel(p.tabId);
   }
@@ -109,9 +109,6 @@ export class HelpRequests {
     return this.pending.size;
   }
 
-  private async badge(): Promise<void> {
-    this.changed();
-  }
 }
 
 async function focus(tabId: number): Promise<void> {
