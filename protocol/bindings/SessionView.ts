@@ -4,7 +4,12 @@ import type { SessionPhase } from "./SessionPhase";
 /**
  * A session as listed.
  */
-export type SessionView = { id: string, browser_id: string, agent_window_id?: number, created_at: string, last_activity_at: string, 
+export type SessionView = { id: string, browser_id: string, 
+/**
+ * Who opened it, as the audit trail names them (`token:<name>`): what an
+ * admin listing the team's sessions needs to see.
+ */
+agent: string, agent_window_id?: number, created_at: string, last_activity_at: string, 
 /**
  * A call is in flight.
  */

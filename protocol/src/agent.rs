@@ -67,6 +67,10 @@ pub struct StartSessionRequest {
 pub struct SessionView {
     pub id: String,
     pub browser_id: String,
+    /// Who opened it, as the audit trail names them (`token:<name>`): what an
+    /// admin listing the team's sessions needs to see.
+    #[serde(default)]
+    pub agent: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub agent_window_id: Option<i64>,

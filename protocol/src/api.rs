@@ -60,6 +60,31 @@ pub struct PairingCreated {
     pub expires_at: String,
 }
 
+/// A pairing link not yet used: `GET /v1/admin/pairings` lists them, `DELETE
+/// /v1/admin/pairings/{id}` voids one. Never its secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PendingPairingView {
+    pub id: String,
+    /// The label the device will get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub label: Option<String>,
+    /// The member whose browser it will pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub member: Option<MemberRef>,
+    /// The API token that made it, by name.
+    pub created_by: String,
+    pub created_at: String,
+    pub expires_at: String,
+}
+
+/// `GET /v1/admin/pairings`: the team's unused, unexpired links, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PairingList {
+    pub pairings: Vec<PendingPairingView>,
+}
+
 /// Lifecycle state of a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -46,6 +46,8 @@ fn export_all(dir: &Path) {
         api::Role,
         api::CreatePairingRequest,
         api::PairingCreated,
+        api::PendingPairingView,
+        api::PairingList,
         api::DeviceStatus,
         api::DeviceView,
         api::DeviceList,

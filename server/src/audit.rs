@@ -19,6 +19,7 @@ pub mod action {
     pub const TENANT_BOOTSTRAP: &str = "tenant.bootstrap";
     pub const TENANT_CREATE: &str = "tenant.create";
     pub const PAIRING_CREATE: &str = "pairing.create";
+    pub const PAIRING_VOID: &str = "pairing.void";
     pub const DEVICE_PAIR: &str = "device.pair";
     pub const DEVICE_RENEW: &str = "device.renew";
     pub const DEVICE_RENEW_RETRY: &str = "device.renew_retry";

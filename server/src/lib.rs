@@ -21,6 +21,7 @@ mod core_testing;
 pub(crate) mod delegation;
 pub mod devices;
 pub mod extension;
+pub mod ids;
 /// Signing-key generation, for the operator's rotation and for tests.
 pub use delegation::keys as delegation_keys;
 pub(crate) mod failpoint;

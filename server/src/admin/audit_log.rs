@@ -74,14 +74,18 @@ fn filter_of(now: i64, q: AuditQuery) -> Result<AuditFilter, ApiError> {
         ("target", &q.target),
         ("outcome", &q.outcome),
     ] {
-        if value
-            .as_ref()
-            .is_some_and(|v| v.is_empty() || v.chars().count() > MAX_FILTER_CHARS)
-        {
+        // No stored value holds a control or formatting character, so a filter
+        // with one matches nothing; refused rather than sent (PostgreSQL refuses
+        // a NUL in text outright).
+        if value.as_ref().is_some_and(|v| {
+            v.is_empty()
+                || v.chars().count() > MAX_FILTER_CHARS
+                || v.chars().any(latchkey_protocol::text::is_unsafe)
+        }) {
             return Err(ApiError::at_field(
                 ErrorCode::InvalidParams,
                 field,
-                format!("{field} must be 1..={MAX_FILTER_CHARS} characters"),
+                format!("{field} must be 1..={MAX_FILTER_CHARS} printable characters"),
             ));
         }
     }

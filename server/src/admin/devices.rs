@@ -22,21 +22,14 @@ use crate::clock::rfc3339;
 use crate::devices::grant::Verdict;
 use crate::store::{DeviceRecord, Forget};
 
-/// The owners of `devices`, by member id: one read of the team's members (removed
-/// ones too: a removed member's revoked browsers still show whose they were).
+/// The owners of `devices`, by member id.
 pub(crate) async fn owners(
     state: &AppState,
     tenant_id: &str,
     devices: &[DeviceRecord],
 ) -> Result<HashMap<String, MemberRef>, ApiError> {
-    if devices.iter().all(|d| d.owner_id.is_none()) {
-        return Ok(HashMap::new());
-    }
-    let members = state.store.list_members(tenant_id, true).await?;
-    Ok(members
-        .into_iter()
-        .map(|m| (m.id.clone(), super::members::reference(m)))
-        .collect())
+    let wanted = devices.iter().map(|d| d.owner_id.as_deref());
+    super::members::references(state, tenant_id, wanted).await
 }
 
 /// One device as an admin sees it, with its owner.

@@ -20,7 +20,11 @@ use crate::app::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/v1/admin/pairings", post(pairings::create))
+        .route(
+            "/v1/admin/pairings",
+            post(pairings::create).get(pairings::list),
+        )
+        .route("/v1/admin/pairings/{id}", delete(pairings::void))
         .route("/v1/admin/devices", get(devices::list))
         .route("/v1/admin/devices/revoke-all", post(devices::revoke_all))
         .route("/v1/admin/devices/{id}/forget", post(devices::forget))

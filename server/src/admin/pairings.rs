@@ -1,11 +1,15 @@
 //! `POST /v1/admin/pairings`: a one-time link `wss://HOST/extension#SECRET`, made for
 //! a member of the team (whose browser it will pair) or for no one.
 
+use std::collections::HashMap;
+
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use latchkey_protocol::ErrorCode;
-use latchkey_protocol::api::{CreatePairingRequest, PairingCreated};
+use latchkey_protocol::api::{
+    CreatePairingRequest, MemberRef, PairingCreated, PairingList, PendingPairingView,
+};
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
@@ -13,7 +17,7 @@ use crate::audit::{Event, action};
 use crate::auth::principal::{AdminPrincipal, Principal};
 use crate::auth::secret;
 use crate::clock::rfc3339;
-use crate::store::{NewPairing, PairingInsert, PairingQuota};
+use crate::store::{NewPairing, PairingInsert, PairingQuota, PendingPairingRecord};
 
 pub async fn create(
     State(state): State<AppState>,
@@ -48,14 +52,14 @@ pub(crate) async fn create_link(
         .transpose()?;
     if owner
         .as_deref()
-        .is_some_and(|id| !super::members::is_member_id(id))
+        .is_some_and(|id| !crate::ids::MEMBER.holds(id))
     {
         return Err(ApiError::not_found("member"));
     }
     let now = state.clock.now_ms();
     let secret_text = secret::random_secret();
     let pairing = NewPairing {
-        id: format!("pair_{}", secret::random_hex(8)),
+        id: crate::ids::PAIRING.mint(),
         tenant_id: p.tenant_id.clone(),
         secret_hash: secret::hash(&secret_text),
         label,
@@ -75,7 +79,7 @@ pub(crate) async fn create_link(
             return Err(ApiError::new(
                 ErrorCode::LimitReached,
                 format!(
-                    "the tenant already has {} unused pairing links; let some expire or revoke all",
+                    "the team already has {} unused pairing links; void some (`latchkey admin pairings`) or let them expire",
                     quota.per_tenant
                 ),
             ));
@@ -109,4 +113,63 @@ pub(crate) async fn create_link(
         link: format!("{}/extension#{secret_text}", state.public_base),
         expires_at: rfc3339(pairing.expires_at),
     })
+}
+
+/// `GET /v1/admin/pairings`: the links that can still pair a browser, with the
+/// member each is for, so an admin sees what is outstanding and voids what should
+/// not be.
+pub async fn list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<PairingList>, ApiError> {
+    let now = state.clock.now_ms();
+    let pending = state.store.pending_pairings(&p.tenant_id, now).await?;
+    let wanted = pending.iter().map(|l| l.owner_id.as_deref());
+    let members = super::members::references(&state, &p.tenant_id, wanted).await?;
+    Ok(Json(PairingList {
+        pairings: pending.into_iter().map(|r| view(r, &members)).collect(),
+    }))
+}
+
+/// `DELETE /v1/admin/pairings/{id}`: void one pending link; it can never pair a
+/// browser afterwards. A used, voided, expired, foreign or unknown id is `not_found`.
+pub async fn void(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<PendingPairingView>, ApiError> {
+    if !crate::ids::PAIRING.holds(&id) {
+        return Err(ApiError::not_found("pending pairing link"));
+    }
+    let now = state.clock.now_ms();
+    let voided = state
+        .store
+        .void_pairing(&p.tenant_id, &id, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("pending pairing link"))?;
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::PAIRING_VOID,
+            target: format!("pairing:{}", voided.id),
+            outcome: "ok",
+            detail: None,
+        })
+        .await;
+    let wanted = std::iter::once(voided.owner_id.as_deref());
+    let members = super::members::references(&state, &p.tenant_id, wanted).await?;
+    Ok(Json(view(voided, &members)))
+}
+
+fn view(r: PendingPairingRecord, members: &HashMap<String, MemberRef>) -> PendingPairingView {
+    PendingPairingView {
+        member: r.owner_id.as_ref().and_then(|id| members.get(id).cloned()),
+        id: r.id,
+        label: r.label,
+        created_by: r.created_by,
+        created_at: rfc3339(r.created_at),
+        expires_at: rfc3339(r.expires_at),
+    }
 }

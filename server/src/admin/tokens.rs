@@ -54,7 +54,7 @@ pub async fn create(
     let now = state.clock.now_ms();
     let token = secret::new_api_token();
     let record = ApiTokenRecord {
-        id: format!("tok_{}", secret::random_hex(8)),
+        id: crate::ids::TOKEN.mint(),
         tenant_id: p.tenant_id.clone(),
         name,
         role: body.role.as_str().to_string(),
@@ -122,7 +122,7 @@ async fn behind(
             "a member token is a member's own: name the member",
         )),
         (Role::Admin | Role::Member, Some(id)) => {
-            let live = super::members::is_member_id(id)
+            let live = crate::ids::MEMBER.holds(id)
                 && state
                     .store
                     .member(&p.tenant_id, id)
@@ -158,6 +158,9 @@ pub async fn revoke(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<TokenView>, ApiError> {
+    if !crate::ids::TOKEN.holds(&id) {
+        return Err(ApiError::not_found("token"));
+    }
     let now = state.clock.now_ms();
     state
         .tokens

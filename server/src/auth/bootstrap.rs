@@ -40,13 +40,13 @@ pub struct NewTenant {
 
 fn new_tenant_records(name: &str, now: i64) -> (TenantRecord, ApiTokenRecord, String) {
     let tenant = TenantRecord {
-        id: format!("tn_{}", secret::random_hex(8)),
+        id: crate::ids::TENANT.mint(),
         name: name.to_string(),
         created_at: now,
     };
     let token = secret::new_api_token();
     let record = ApiTokenRecord {
-        id: format!("tok_{}", secret::random_hex(8)),
+        id: crate::ids::TOKEN.mint(),
         tenant_id: tenant.id.clone(),
         name: "bootstrap".to_string(),
         role: Role::Admin.as_str().to_string(),

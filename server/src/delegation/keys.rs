@@ -16,7 +16,6 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use jsonwebtoken::{DecodingKey, EncodingKey};
 use serde_json::{Value, json};
 
-use crate::auth::secret;
 use crate::store::{SigningKeyRecord, Store, StoreError};
 
 /// The only algorithm the gateway signs with and accepts.
@@ -59,7 +58,7 @@ pub fn generate(now: i64) -> Result<SigningKeyRecord, StoreError> {
     let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
         .map_err(|_| StoreError::Internal("a generated signing key does not parse".into()))?;
     Ok(SigningKeyRecord {
-        kid: format!("key_{}", secret::random_hex(8)),
+        kid: crate::ids::SIGNING_KEY.mint(),
         algorithm: ALGORITHM.into(),
         private_key: STANDARD.encode(pkcs8.as_ref()),
         public_key: URL_SAFE_NO_PAD.encode(pair.public_key().as_ref()),

@@ -20,7 +20,6 @@ use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::auth::principal::{AgentPrincipal, Principal};
-use crate::auth::secret;
 use crate::auth::token_watch::TokenEnd;
 use crate::clock::rfc3339;
 use crate::store::DelegationRecord;
@@ -189,7 +188,7 @@ pub async fn create(
         ));
     }
     let scope = narrowed(&state, &p, body.scope).await?;
-    let id = format!("del_{}", secret::random_hex(8));
+    let id = crate::ids::DELEGATION.mint();
     let mut chain = match &p.delegation {
         Some(d) => d.chain.clone(),
         None => vec![p.token_id.clone()],
@@ -293,6 +292,9 @@ pub async fn revoke(
     p: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<DelegationRevoked>, ApiError> {
+    if !crate::ids::DELEGATION.holds(&id) {
+        return Err(ApiError::not_found("delegation"));
+    }
     let record = state.store.delegation(&p.tenant_id, &id).await?;
     let mine = record.as_ref().is_some_and(|d| {
         p.role == latchkey_protocol::api::Role::Admin

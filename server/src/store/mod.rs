@@ -13,6 +13,7 @@ mod delegations;
 mod error;
 pub mod group_commit;
 mod members;
+mod pending_pairings;
 mod policies;
 mod postgres;
 mod records;
@@ -28,6 +29,7 @@ use async_trait::async_trait;
 pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
 pub use members::MemberStore;
+pub use pending_pairings::{PendingPairingRecord, PendingPairingStore};
 pub use policies::{PolicyRows, PolicyStore};
 
 /// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
@@ -155,7 +157,9 @@ impl DeviceSeen {
 }
 
 #[async_trait]
-pub trait Store: MemberStore + PolicyStore + DelegationStore + Send + Sync + 'static {
+pub trait Store:
+    MemberStore + PendingPairingStore + PolicyStore + DelegationStore + Send + Sync + 'static
+{
     /// Which backend this is, for logs and `check-config`.
     fn backend(&self) -> &'static str;
 

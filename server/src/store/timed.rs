@@ -257,6 +257,28 @@ impl MemberStore for TimedStore {
 }
 
 #[async_trait]
+impl PendingPairingStore for TimedStore {
+    async fn pending_pairings(
+        &self,
+        tenant_id: &str,
+        now: i64,
+    ) -> Result<Vec<PendingPairingRecord>, StoreError> {
+        timed!(
+            "pending_pairings",
+            self.inner.pending_pairings(tenant_id, now)
+        )
+    }
+    async fn void_pairing(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<PendingPairingRecord>, StoreError> {
+        timed!("void_pairing", self.inner.void_pairing(tenant_id, id, now))
+    }
+}
+
+#[async_trait]
 impl PolicyStore for TimedStore {
     async fn team_policy(&self, tenant_id: &str) -> Result<Option<String>, StoreError> {
         timed!("team_policy", self.inner.team_policy(tenant_id))

@@ -21,6 +21,7 @@ impl Session {
         SessionView {
             id: self.id.clone(),
             browser_id: self.device_id.clone(),
+            agent: self.actor.clone(),
             agent_window_id: s.agent_window_id,
             created_at: rfc3339(self.created_at),
             last_activity_at: rfc3339(s.last_activity),
