@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::args::{AdminCommand, TokensCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
+use crate::ids::{self, IdKind, resolve};
 use crate::output::{cell, opt, out, table};
+use crate::when;
 
 const NO_BODY: Option<&Value> = None;
 
@@ -19,16 +21,22 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
     match cmd {
         AdminCommand::Members(cmd) => crate::members::run(client, cmd, json).await,
         AdminCommand::Policy(cmd) => crate::policy::run_admin(client, cmd, json).await,
+        AdminCommand::Pairings { command } => crate::team::pairings(client, command, json).await,
+        AdminCommand::Sessions { command } => crate::team::sessions(client, command, json).await,
         AdminCommand::Pair {
             label,
             ttl,
             member,
             quiet,
         } => {
+            let member_id = match member {
+                Some(m) => Some(resolve(client, IdKind::Member, &m).await?),
+                None => None,
+            };
             let body = CreatePairingRequest {
                 label,
                 ttl_secs: ttl,
-                member_id: member,
+                member_id,
             };
             let created: PairingCreated = client
                 .call(Method::POST, "/v1/admin/pairings", Some(&body))
@@ -46,6 +54,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             emit(json, &list, || devices_table(&list.devices))
         }
         AdminCommand::Rename { id, label } => {
+            let id = resolve(client, IdKind::Device, &id).await?;
             let body = RenameDeviceRequest { label };
             let d: DeviceView = client
                 .call(
@@ -75,7 +84,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                     )
                 })
             } else {
-                let id = id.unwrap_or_default();
+                let id = resolve(client, IdKind::Device, &id.unwrap_or_default()).await?;
                 let d: DeviceView = client
                     .call(
                         Method::DELETE,
@@ -89,6 +98,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             }
         }
         AdminCommand::Forget { id } => {
+            let id = resolve(client, IdKind::Device, &id).await?;
             let r: ForgetResult = client
                 .call(
                     Method::POST,
@@ -107,11 +117,15 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             member,
             quiet,
         }) => {
+            let member_id = match member {
+                Some(m) => Some(resolve(client, IdKind::Member, &m).await?),
+                None => None,
+            };
             let body = CreateTokenRequest {
                 name,
                 role,
                 ttl_secs: ttl,
-                member_id: member,
+                member_id,
             };
             let t: TokenCreated = client
                 .call(Method::POST, "/v1/admin/tokens", Some(&body))
@@ -137,6 +151,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             emit(json, &list, || tokens_table(&list.tokens))
         }
         AdminCommand::Tokens(TokensCommand::Revoke { id }) => {
+            let id = resolve(client, IdKind::Token, &id).await?;
             let t: TokenView = client
                 .call(
                     Method::DELETE,
@@ -166,18 +181,19 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             let path = format!("{}?{}", url.path(), url.query().unwrap_or_default());
             let list: AuditList = client.call(Method::GET, &path, NO_BODY).await?;
             emit(json, &list, || {
+                let now = when::now();
                 let rows: Vec<Vec<String>> = list
                     .events
                     .iter()
                     .map(|e| {
                         vec![
                             e.id.to_string(),
-                            e.at.clone(),
-                            e.actor.clone(),
+                            when::relative(&e.at, now),
+                            ids::abbreviate(&e.actor),
                             e.action.clone(),
-                            e.target.clone(),
+                            ids::abbreviate(&e.target),
                             e.outcome.clone(),
-                            opt(&e.detail),
+                            ids::abbreviate(&opt(&e.detail)),
                         ]
                     })
                     .collect();
@@ -211,7 +227,8 @@ fn cell_whole(raw: &str) -> String {
 /// A new pairing link, for a person to paste into the extension.
 pub fn print_link(created: &PairingCreated) {
     out!(
-        "Pairing link (single use, expires {}):",
+        "Pairing link (single use, expires {}, at {}):",
+        when::relative(&created.expires_at, when::now()),
         cell(&created.expires_at)
     );
     out!("  {}", cell_whole(&created.link));
@@ -223,11 +240,14 @@ pub fn devices_table(devices: &[DeviceView]) {
         out!("no devices; create a pairing link with `latchkey admin pair`");
         return;
     }
+    let now = when::now();
+    let shown = ids::shorten_each(devices, |d| &d.id);
     let rows: Vec<Vec<String>> = devices
         .iter()
-        .map(|d| {
+        .zip(shown)
+        .map(|(d, id)| {
             vec![
-                d.id.clone(),
+                id,
                 d.label.clone(),
                 owner(d),
                 format!("{:?}", d.status).to_lowercase(),
@@ -236,8 +256,8 @@ pub fn devices_table(devices: &[DeviceView]) {
                 } else {
                     "offline".into()
                 },
-                d.expires_at.clone(),
-                opt(&d.last_seen_at),
+                when::relative(&d.expires_at, now),
+                when::relative_opt(d.last_seen_at.as_deref(), now),
             ]
         })
         .collect();
@@ -264,17 +284,20 @@ fn owner(d: &DeviceView) -> String {
 }
 
 fn tokens_table(tokens: &[TokenView]) {
+    let now = when::now();
+    let shown = ids::shorten_each(tokens, |t| &t.id);
     let rows: Vec<Vec<String>> = tokens
         .iter()
-        .map(|t| {
+        .zip(shown)
+        .map(|(t, id)| {
             vec![
-                t.id.clone(),
+                id,
                 t.name.clone(),
                 t.role.as_str().to_string(),
-                t.created_at.clone(),
-                opt(&t.expires_at),
-                opt(&t.revoked_at),
-                opt(&t.last_used_at),
+                when::relative(&t.created_at, now),
+                when::relative_opt(t.expires_at.as_deref(), now),
+                when::relative_opt(t.revoked_at.as_deref(), now),
+                when::relative_opt(t.last_used_at.as_deref(), now),
             ]
         })
         .collect();

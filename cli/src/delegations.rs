@@ -10,11 +10,13 @@ use latchkey_protocol::policy::Capability;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::args::parse_ttl;
+use crate::args::{parse_capability, parse_ttl};
 use crate::client::ApiClient;
 use crate::error::CliError;
+use crate::ids::{self, IdKind, resolve};
 use crate::output::{cell, out, table};
 use crate::tools::segment;
+use crate::when;
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
@@ -42,20 +44,17 @@ pub enum TokenCommand {
     /// The delegations you minted, and those below them.
     Delegations,
     /// Revoke a delegation (and every one minted from it): what it holds ends at once.
-    Revoke { id: String },
-}
-
-fn parse_capability(s: &str) -> Result<Capability, String> {
-    Capability::ALL
-        .into_iter()
-        .find(|c| c.as_str() == s)
-        .ok_or_else(|| "one of session, read, input, navigate, script, borrow".to_string())
+    Revoke {
+        /// The delegation's id (del_…), or a unique prefix of it.
+        id: String,
+    },
 }
 
 fn scope_text(s: &DelegationScope) -> String {
     let mut parts = Vec::new();
     if let Some(b) = &s.browsers {
-        parts.push(format!("browsers {}", b.join(",")));
+        let shown = ids::shorten_each(b, |b| b);
+        parts.push(format!("browsers {}", shown.join(",")));
     }
     if let Some(x) = &s.sites {
         parts.push(format!("sites {}", x.join(",")));
@@ -84,6 +83,11 @@ pub async fn run(client: &ApiClient, cmd: TokenCommand, json: bool) -> Result<()
             session_id,
             name,
         } => {
+            let browsers = ids::resolve_all(client, IdKind::Browser, browsers).await?;
+            let session_id = match session_id {
+                Some(s) => Some(resolve(client, IdKind::Session, &s).await?),
+                None => None,
+            };
             let body = CreateDelegationRequest {
                 ttl_secs: ttl,
                 name,
@@ -101,9 +105,10 @@ pub async fn run(client: &ApiClient, cmd: TokenCommand, json: bool) -> Result<()
                 crate::output::json(&d);
             } else {
                 out!(
-                    "delegation {} until {}: {}",
+                    "delegation {} until {} ({}): {}",
                     cell(&d.id),
-                    d.expires_at,
+                    cell(&d.expires_at),
+                    when::relative(&d.expires_at, when::now()),
                     scope_text(&d.scope)
                 );
                 out!("token (shown once): {}", d.token.as_deref().unwrap_or(""));
@@ -116,16 +121,19 @@ pub async fn run(client: &ApiClient, cmd: TokenCommand, json: bool) -> Result<()
             if json {
                 crate::output::json(&list);
             } else {
+                let now = when::now();
+                let shown = ids::shorten_each(&list.delegations, |d| &d.id);
                 let rows: Vec<Vec<String>> = list
                     .delegations
                     .iter()
-                    .map(|d| {
+                    .zip(shown)
+                    .map(|(d, id)| {
                         vec![
-                            cell(&d.id),
-                            cell(&d.name),
+                            id,
+                            d.name.clone(),
                             scope_text(&d.scope),
-                            d.expires_at.clone(),
-                            d.revoked_at.clone().unwrap_or_else(|| "-".into()),
+                            when::relative(&d.expires_at, now),
+                            when::relative_opt(d.revoked_at.as_deref(), now),
                         ]
                     })
                     .collect();
@@ -133,6 +141,7 @@ pub async fn run(client: &ApiClient, cmd: TokenCommand, json: bool) -> Result<()
             }
         }
         TokenCommand::Revoke { id } => {
+            let id = resolve(client, IdKind::Delegation, &id).await?;
             let path = format!("/v1/delegations/{}", segment(&id));
             let r: DelegationRevoked = client.call(Method::DELETE, &path, None::<&Value>).await?;
             if json {

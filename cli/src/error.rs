@@ -19,6 +19,9 @@ pub enum CliError {
     /// Local configuration: missing URL or token, unreadable profile file.
     #[error("{0}")]
     Config(String),
+    /// An id prefix that more than one id starts with (the message lists them).
+    #[error("{0}")]
+    AmbiguousId(String),
 }
 
 impl CliError {
@@ -27,6 +30,7 @@ impl CliError {
             CliError::Api { code, .. } => code.exit_code(),
             CliError::Connection(_) => CliCode::ConnectionFailed.exit_code(),
             CliError::Config(_) => CliCode::Config.exit_code(),
+            CliError::AmbiguousId(_) => CliCode::AmbiguousId.exit_code(),
         }
     }
 
@@ -36,6 +40,7 @@ impl CliError {
             CliError::Api { code, .. } => code.as_str(),
             CliError::Connection(_) => CliCode::ConnectionFailed.as_str(),
             CliError::Config(_) => CliCode::Config.as_str(),
+            CliError::AmbiguousId(_) => CliCode::AmbiguousId.as_str(),
         }
     }
 

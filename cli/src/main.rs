@@ -9,15 +9,18 @@ mod catalogue;
 mod client;
 mod delegations;
 mod error;
+mod ids;
 mod members;
 mod output;
 mod policy;
 mod profile;
+mod sessions;
+mod team;
 mod tools;
+mod when;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use latchkey_protocol::api::TokenList;
 use reqwest::Method;
 
@@ -29,7 +32,7 @@ use crate::profile::{Profile, Profiles};
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let cli = Cli::parse();
+    let cli = args::parse();
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -163,9 +166,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Admin(cmd) => admin::run(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Me(cmd) => members::run_me(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Token(cmd) => delegations::run(&connect(&cli.global)?, cmd, cli.global.json).await,
-        Command::Browsers => tools::browsers(&connect(&cli.global)?, cli.global.json).await,
+        Command::Browsers => sessions::browsers(&connect(&cli.global)?, cli.global.json).await,
         Command::Tools => catalogue::list(cli.global.json),
-        Command::Session(cmd) => tools::session(&connect(&cli.global)?, cmd, cli.global.json).await,
+        Command::Session(cmd) => {
+            sessions::session(&connect(&cli.global)?, cmd, cli.global.json).await
+        }
         Command::Tool(cmd) => {
             let client = connect(&cli.global)?;
             let session = cli.global.session.as_deref();

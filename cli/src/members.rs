@@ -11,7 +11,9 @@ use serde_json::Value;
 use crate::args::{MeCommand, MembersCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
+use crate::ids::{self, IdKind, resolve};
 use crate::output::{cell, out, table};
+use crate::when;
 
 pub async fn run(client: &ApiClient, cmd: MembersCommand, json: bool) -> Result<(), CliError> {
     match cmd {
@@ -26,16 +28,19 @@ pub async fn run(client: &ApiClient, cmd: MembersCommand, json: bool) -> Result<
                     "no members; add one with `latchkey admin members add --name NAME --email EMAIL`"
                 );
             } else {
+                let now = when::now();
+                let shown = ids::shorten_each(&list.members, |m| &m.id);
                 let rows: Vec<Vec<String>> = list
                     .members
                     .iter()
-                    .map(|m| {
+                    .zip(shown)
+                    .map(|(m, id)| {
                         vec![
-                            m.id.clone(),
+                            id,
                             m.display_name.clone(),
                             m.email.clone(),
                             m.role.as_str().to_string(),
-                            m.created_at.clone(),
+                            when::relative(&m.created_at, now),
                         ]
                     })
                     .collect();
@@ -64,6 +69,7 @@ pub async fn run(client: &ApiClient, cmd: MembersCommand, json: bool) -> Result<
             }
         }
         MembersCommand::Remove { id } => {
+            let id = resolve(client, IdKind::Member, &id).await?;
             let path = format!("/v1/admin/members/{}", crate::tools::segment(&id));
             let r: MemberRemovedView = client.call(Method::DELETE, &path, None::<&Value>).await?;
             if json {
@@ -124,6 +130,7 @@ pub async fn run_me(client: &ApiClient, cmd: MeCommand, json: bool) -> Result<()
         }
         MeCommand::Policy(cmd) => return crate::policy::run_me(client, cmd, json).await,
         MeCommand::Revoke { id } => {
+            let id = resolve(client, IdKind::MyDevice, &id).await?;
             let path = format!("/v1/me/devices/{}", crate::tools::segment(&id));
             let d: DeviceView = client.call(Method::DELETE, &path, None::<&Value>).await?;
             if json {

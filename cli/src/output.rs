@@ -90,8 +90,24 @@ pub fn json(value: &impl serde::Serialize) {
     }
 }
 
-/// Print rows as left-aligned columns with a header; every cell is made safe.
+/// Widest a table prints: it fits a 100-column terminal.
+pub const MAX_TABLE_COLUMNS: usize = 100;
+/// A column is never squeezed narrower than this (or its widest cell).
+const MIN_COLUMN: usize = 8;
+/// Between columns.
+const GAP: &str = "  ";
+
+/// Print rows as left-aligned columns with a header, at most
+/// [`MAX_TABLE_COLUMNS`] wide: when they would be wider, the widest columns are
+/// narrowed and their longer cells cut with `…`. Every cell is made safe.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) {
+    for line in table_lines(headers, rows) {
+        out!("{line}");
+    }
+}
+
+/// The lines [`table`] prints.
+pub fn table_lines(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| r.iter().map(|c| cell(c)).collect())
@@ -104,24 +120,40 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
             }
         }
     }
+    fit(&mut widths, MAX_TABLE_COLUMNS);
     let line = |cells: &[String]| {
         let padded: Vec<String> = cells
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let pad = widths
-                    .get(i)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_sub(c.chars().count());
+                let width = widths.get(i).copied().unwrap_or(0);
+                let c = text::truncate(c, width);
+                let pad = width.saturating_sub(c.chars().count());
                 format!("{c}{}", " ".repeat(pad))
             })
             .collect();
-        out!("{}", padded.join("  ").trim_end());
+        padded.join(GAP).trim_end().to_string()
     };
-    line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    for row in &rows {
-        line(row);
+    let mut lines = vec![line(
+        &headers.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+    )];
+    lines.extend(rows.iter().map(|r| line(r)));
+    lines
+}
+
+/// Narrow the widest columns, one character at a time, until the row fits in
+/// `max` or every column is down to [`MIN_COLUMN`].
+fn fit(widths: &mut [usize], max: usize) {
+    let total = |w: &[usize]| w.iter().sum::<usize>() + GAP.len() * w.len().saturating_sub(1);
+    while total(widths) > max {
+        let Some(widest) = widths
+            .iter_mut()
+            .filter(|w| **w > MIN_COLUMN)
+            .max_by_key(|w| **w)
+        else {
+            return;
+        };
+        *widest -= 1;
     }
 }
 
@@ -143,6 +175,44 @@ mod tests {
         let huge = cell(&"x".repeat(70_000));
         assert_eq!(huge.chars().count(), MAX_CELL_CHARS);
         assert!(huge.ends_with('…'));
+    }
+
+    #[test]
+    fn tables_fit_a_hundred_columns() {
+        let long = "a label far longer than any column should ever be allowed to be";
+        let rows = vec![
+            vec![
+                "0123abcd".into(),
+                long.into(),
+                "Alice Example <alice@example.com>".into(),
+                "active".into(),
+                "in 89 days".into(),
+                "2 min ago".into(),
+            ],
+            vec![
+                "4567ef01".into(),
+                "short".into(),
+                "-".into(),
+                "revoked".into(),
+                "3 days ago".into(),
+                "-".into(),
+            ],
+        ];
+        let lines = table_lines(
+            &["ID", "LABEL", "OWNER", "STATUS", "EXPIRES", "LAST SEEN"],
+            &rows,
+        );
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= MAX_TABLE_COLUMNS),
+            "{lines:#?}"
+        );
+        // Short columns keep every character; the long ones are cut with an ellipsis.
+        assert!(lines[1].starts_with("0123abcd  a label far"));
+        assert!(lines[1].contains("…") && lines[1].contains("in 89 days  2 min ago"));
+        assert!(lines[2].contains("revoked") && lines[2].contains("3 days ago"));
+        // A narrow table is left as it is.
+        let narrow = table_lines(&["A", "B"], &[vec!["x".into(), "y".into()]]);
+        assert_eq!(narrow, ["A  B", "x  y"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::args::{AdminPolicyCommand, MePolicyCommand, PolicyArgs};
 use crate::client::ApiClient;
 use crate::error::CliError;
+use crate::ids::{IdKind, resolve};
 use crate::output::{cell, out};
 use crate::tools::segment;
 
@@ -20,25 +21,29 @@ pub async fn run_admin(
     cmd: AdminPolicyCommand,
     json: bool,
 ) -> Result<(), CliError> {
-    let path = |device: &Option<String>| match device {
-        Some(id) => format!("/v1/admin/devices/{}/policy", segment(id)),
+    let (AdminPolicyCommand::Show { device, .. } | AdminPolicyCommand::Set { device, .. }) = &cmd;
+    let path = match device {
+        Some(id) => format!(
+            "/v1/admin/devices/{}/policy",
+            segment(&resolve(client, IdKind::Device, id).await?)
+        ),
         None => "/v1/admin/policy".to_string(),
     };
     match cmd {
-        AdminPolicyCommand::Show { device, effective } => {
-            show(client, &path(&device), effective, json).await
-        }
-        AdminPolicyCommand::Set { device, policy } => {
-            set(client, &path(&device), policy, json).await
-        }
+        AdminPolicyCommand::Show { effective, .. } => show(client, &path, effective, json).await,
+        AdminPolicyCommand::Set { policy, .. } => set(client, &path, policy, json).await,
     }
 }
 
 pub async fn run_me(client: &ApiClient, cmd: MePolicyCommand, json: bool) -> Result<(), CliError> {
-    let path = |id: &str| format!("/v1/me/devices/{}/policy", segment(id));
+    let (MePolicyCommand::Show { id, .. } | MePolicyCommand::Set { id, .. }) = &cmd;
+    let path = format!(
+        "/v1/me/devices/{}/policy",
+        segment(&resolve(client, IdKind::MyDevice, id).await?)
+    );
     match cmd {
-        MePolicyCommand::Show { id, effective } => show(client, &path(&id), effective, json).await,
-        MePolicyCommand::Set { id, policy } => set(client, &path(&id), policy, json).await,
+        MePolicyCommand::Show { effective, .. } => show(client, &path, effective, json).await,
+        MePolicyCommand::Set { policy, .. } => set(client, &path, policy, json).await,
     }
 }
 
@@ -57,7 +62,13 @@ async fn show(client: &ApiClient, path: &str, effective: bool, json: bool) -> Re
     Ok(())
 }
 
-async fn set(client: &ApiClient, path: &str, args: PolicyArgs, json: bool) -> Result<(), CliError> {
+async fn set(
+    client: &ApiClient,
+    path: &str,
+    mut args: PolicyArgs,
+    json: bool,
+) -> Result<(), CliError> {
+    args.agents = crate::ids::resolve_all(client, IdKind::Token, args.agents.take()).await?;
     let body = body_of(args)?;
     let view: PolicyView = client.call(Method::PUT, path, Some(&body)).await?;
     if json {

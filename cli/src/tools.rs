@@ -1,168 +1,23 @@
-//! Agent commands: browsers, sessions, and every tool call, each turned into one
-//! request of the agent API.
+//! Tool commands: every tool call of a session, each turned into one request of
+//! the agent API.
 
 use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
-use latchkey_protocol::agent::{
-    BrowserList, CallRequest, CallResult, SessionList, SessionView, StartSessionRequest,
-    StopSessionResult,
-};
+use latchkey_protocol::agent::{CallRequest, CallResult};
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 
-use crate::args::{SessionCommand, TabCommand, ToolCommand};
+use crate::args::{TabCommand, ToolCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
-use crate::output::{cell, lines, note, opt, out, table};
-
-const NO_BODY: Option<&Value> = None;
+use crate::ids::{IdKind, resolve};
+use crate::output::{cell, lines, out};
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     crate::output::json(value);
     Ok(())
-}
-
-pub async fn browsers(client: &ApiClient, json: bool) -> Result<(), CliError> {
-    let list: BrowserList = client.call(Method::GET, "/v1/browsers", NO_BODY).await?;
-    if json {
-        return print_json(&list);
-    }
-    if list.browsers.is_empty() {
-        out!("no browsers; an admin pairs one with `latchkey admin pair`");
-    }
-    let rows: Vec<Vec<String>> = list
-        .browsers
-        .iter()
-        .map(|b| {
-            vec![
-                b.id.clone(),
-                b.label.clone(),
-                if b.online {
-                    "online".into()
-                } else {
-                    "offline".into()
-                },
-                opt(&b.browser_name),
-                b.sessions.to_string(),
-                opt(&b.last_seen_at),
-                b.expires_at.clone(),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "ID",
-            "LABEL",
-            "STATE",
-            "BROWSER",
-            "SESSIONS",
-            "LAST SEEN",
-            "EXPIRES",
-        ],
-        &rows,
-    );
-    Ok(())
-}
-
-pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Result<(), CliError> {
-    match cmd {
-        SessionCommand::Start {
-            browser,
-            width,
-            height,
-            focus,
-            background: _,
-            wait_for_browser,
-            purpose,
-        } => {
-            let body = StartSessionRequest {
-                browser_id: browser,
-                width,
-                height,
-                focused: focus.then_some(true),
-                wait_for_browser_ms: wait_for_browser.map(|s| s.saturating_mul(1000)),
-                purpose,
-            };
-            // The gateway may wait for a browser, then for its person's
-            // answer (docs/policy.md, "Consent"), then for the window.
-            let limit = Duration::from_millis(
-                body.wait_for_browser_ms.unwrap_or(0)
-                    + latchkey_protocol::additions::CONSENT_TIMEOUT_MS
-                    + 25_000,
-            );
-            let s: SessionView = client
-                .call_within(Method::POST, "/v1/sessions", Some(&body), Some(limit))
-                .await?;
-            if json {
-                return print_json(&s);
-            }
-            out!("{}", cell(&s.id));
-            note!(
-                "session started on browser {}; use --session {} (or LATCHKEY_SESSION)",
-                cell(&s.browser_id),
-                cell(&s.id)
-            );
-            Ok(())
-        }
-        SessionCommand::Stop { id } => {
-            let r: StopSessionResult = client
-                .call(
-                    Method::DELETE,
-                    &format!("/v1/sessions/{}", segment(&id)),
-                    NO_BODY,
-                )
-                .await?;
-            if json {
-                return print_json(&r);
-            }
-            if r.stopped {
-                out!("session {} stopped", cell(&id));
-            } else {
-                out!(
-                    "session {} is still open: some borrowed tabs could not be returned:",
-                    cell(&id)
-                );
-                for f in &r.return_failures {
-                    out!(
-                        "  tab {}: {} ({})",
-                        f.tab_id,
-                        cell(&f.message),
-                        cell(&f.code)
-                    );
-                }
-                out!("retry `latchkey session stop {}`", cell(&id));
-            }
-            Ok(())
-        }
-        SessionCommand::List => {
-            let list: SessionList = client.call(Method::GET, "/v1/sessions", NO_BODY).await?;
-            if json {
-                return print_json(&list);
-            }
-            let rows: Vec<Vec<String>> = list
-                .sessions
-                .iter()
-                .map(|s| {
-                    vec![
-                        s.id.clone(),
-                        s.browser_id.clone(),
-                        s.agent_window_id
-                            .map(|w| w.to_string())
-                            .unwrap_or_else(|| "-".into()),
-                        if s.busy { "busy".into() } else { "idle".into() },
-                        s.last_activity_at.clone(),
-                    ]
-                })
-                .collect();
-            table(
-                &["ID", "BROWSER", "WINDOW", "STATE", "LAST ACTIVITY"],
-                &rows,
-            );
-            Ok(())
-        }
-    }
 }
 
 /// `e12` / `@e12` is an element ref; anything else a CSS selector.
@@ -317,6 +172,7 @@ pub async fn tool(
     let session = session.ok_or_else(|| {
         CliError::Config("this command needs --session ID (or LATCHKEY_SESSION); start one with `latchkey session start`".into())
     })?;
+    let session = &resolve(client, IdKind::Session, session).await?;
     let (method, params) = request(&cmd)?;
     crate::catalogue::check(&method, &params)?;
     let limit = http_limit(&method, &params, timeout_ms);

@@ -40,7 +40,7 @@ async fn members_and_their_own_browsers() {
     assert_eq!(r.json()["email"], "alice@example.com");
     let r = latchkey(cfg, &admin, &["admin", "members", "list"]).await;
     assert!(
-        r.stdout.contains("alice@example.com") && r.stdout.contains(&alice),
+        r.stdout.contains("alice@example.com") && r.stdout.contains(&alice[..12]),
         "{}",
         r.stdout
     );

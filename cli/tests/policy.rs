@@ -25,11 +25,23 @@ async fn team_and_browser_policies_from_the_command_line() {
     let mut ext = server.new_extension().await.expect("ext");
     let device = ext.pair().await.expect("pair").device_id;
 
+    // Agents named by unique prefixes of their token ids; consent asked.
+    let agent = server
+        .admin()
+        .create_token("only-agent", latchkey_protocol::api::Role::Agent)
+        .await
+        .expect("agent")
+        .view
+        .id;
     let args = [
         "--json",
         "admin",
         "policy",
         "set",
+        "--agents",
+        &agent[..10],
+        "--consent",
+        "ask",
         "--capabilities",
         "read,input,navigate",
         "--block-sites",
@@ -41,7 +53,7 @@ async fn team_and_browser_policies_from_the_command_line() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.json()["policy"],
-        json!({"block_sites": ["*.bank.test"], "capabilities": ["read", "input", "navigate"], "max_session_minutes": 120})
+        json!({"agents": [agent], "consent": "ask", "block_sites": ["*.bank.test"], "capabilities": ["read", "input", "navigate"], "max_session_minutes": 120})
     );
 
     let file = cfg.join("laptop.json");

@@ -47,9 +47,11 @@ test('unpaired: what Latchkey is, and the pairing form only', async () => {
   await look('popup-unpaired');
 });
 
-test('connected: the team server, the name the team gave this browser, access in days', async () => {
+test('connected: the team and its server, the name the team gave this browser, access in days', async () => {
   await pairThroughPopup(stack.daemon, popup, 'Alice laptop');
   assert.equal(await text('#label'), 'Alice laptop');
+  // The team's name, from the gateway (the first team is called `default`).
+  assert.equal(await text('#team'), 'default');
   assert.match(await text('#expires'), /\(in (89|90) days\)/);
   assert.ok(await popup.locator('#expires').getAttribute('title'), 'the exact time on hover');
   assert.equal(await text('#contact'), 'now');

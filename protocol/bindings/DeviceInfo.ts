@@ -8,4 +8,8 @@ export type DeviceInfo = {
 /**
  * Its name in the team's device list (the admin may have renamed it).
  */
-label: string, };
+label: string, 
+/**
+ * The name of the team it serves.
+ */
+team?: string, };

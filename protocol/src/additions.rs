@@ -143,6 +143,10 @@ pub struct SessionAgent {
 pub struct DeviceInfo {
     /// Its name in the team's device list (the admin may have renamed it).
     pub label: String,
+    /// The name of the team it serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub team: Option<String>,
 }
 
 /// How the person let a session in (`consent` in `tool.session_start`'s

@@ -207,22 +207,29 @@ pub enum CliCode {
     ConnectionFailed,
     /// Local configuration: no URL or token, an unreadable profile file.
     Config,
+    /// An id given by a prefix that more than one id starts with.
+    AmbiguousId,
 }
 
 impl CliCode {
-    pub const ALL: [CliCode; 2] = [CliCode::ConnectionFailed, CliCode::Config];
+    pub const ALL: [CliCode; 3] = [
+        CliCode::ConnectionFailed,
+        CliCode::Config,
+        CliCode::AmbiguousId,
+    ];
 
     pub const fn as_str(self) -> &'static str {
         match self {
             CliCode::ConnectionFailed => "connection_failed",
             CliCode::Config => "config",
+            CliCode::AmbiguousId => "ambiguous_id",
         }
     }
 
     pub const fn exit_code(self) -> u8 {
         match self {
             CliCode::ConnectionFailed => exit::CONNECTION,
-            CliCode::Config => exit::USAGE,
+            CliCode::Config | CliCode::AmbiguousId => exit::USAGE,
         }
     }
 }

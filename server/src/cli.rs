@@ -61,7 +61,7 @@ pub struct ConfigArgs {
     /// Public base URL extensions dial, e.g. wss://gw.example.com.
     #[arg(long, global = true, env = "LATCHKEY_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Data directory (holds the SQLite file) [default: ./latchkey-data].
+    /// Data directory (holds the SQLite file) [default: ~/.local/share/latchkey].
     #[arg(long, global = true, env = "LATCHKEY_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// postgres://… selects PostgreSQL instead of SQLite.
@@ -241,9 +241,12 @@ async fn serve(config: Config) -> anyhow::Result<ExitCode> {
     let handle = crate::bind(config).await?;
     if let Some(b) = &handle.bootstrap {
         // Printed to the terminal once, never logged; also in the 0600 file.
+        // The whole path, so it can be read from any directory.
+        let file = data_dir.join(bootstrap::BOOTSTRAP_TOKEN_FILE);
+        let file = std::path::absolute(&file).unwrap_or(file);
         println!(
             "Created tenant `default`. Admin token (shown once, also in {}):\n  {}",
-            data_dir.join(bootstrap::BOOTSTRAP_TOKEN_FILE).display(),
+            file.display(),
             b.admin_token
         );
     }

@@ -195,12 +195,20 @@ pub struct Config {
     pub limits: Limits,
 }
 
+/// Where data lives when no directory is given: the user's data directory
+/// (`$XDG_DATA_HOME/latchkey`, usually `~/.local/share/latchkey`), so `latchkeyd
+/// serve` finds the same store from any working directory; `./latchkey-data` only
+/// where there is no home directory at all.
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir().map_or_else(|| PathBuf::from("./latchkey-data"), |d| d.join("latchkey"))
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 52800)),
             public_url: None,
-            data_dir: PathBuf::from("./latchkey-data"),
+            data_dir: default_data_dir(),
             database_url: None,
             tls: None,
             trusted_proxies: Vec::new(),

@@ -39,6 +39,8 @@ pub struct Core {
     pub closing: CancellationToken,
     /// Every call and session start in flight, so the drain can wait for them.
     pub calls: TaskTracker,
+    /// Team names, for what a browser is told about the team it serves.
+    pub team_names: crate::devices::TeamNames,
 }
 
 impl Core {

@@ -81,6 +81,7 @@ pub(crate) async fn harness(tune: impl FnOnce(&mut Limits)) -> Harness {
         shutdown: CancellationToken::new(),
         closing: CancellationToken::new(),
         calls: TaskTracker::new(),
+        team_names: Default::default(),
     };
     Harness {
         core,

@@ -237,6 +237,7 @@ pub async fn bind_with_routes(
         shutdown: CancellationToken::new(),
         closing: CancellationToken::new(),
         calls: TaskTracker::new(),
+        team_names: Default::default(),
     };
     let state = AppState::new(core, Arc::from(base.as_str()));
     let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {

@@ -73,7 +73,7 @@ async fn an_admin_lists_pending_links_and_voids_one(backend: Backend) {
     assert_eq!(body["id"], json!(for_alice.id));
     assert_eq!(body["member"]["id"], json!(alice.id));
     let ids: Vec<String> = listed(&admin).await.into_iter().map(|p| p.id).collect();
-    assert_eq!(ids, [for_no_one.id.clone()]);
+    assert_eq!(ids, std::slice::from_ref(&for_no_one.id));
     let target = format!("pairing:{}", for_alice.id);
     assert!(
         admin
@@ -128,7 +128,7 @@ async fn an_admin_lists_pending_links_and_voids_one(backend: Backend) {
     .collect();
     assert_eq!(
         theirs,
-        [foreign.id.clone()],
+        std::slice::from_ref(&foreign.id),
         "the other team's link is untouched"
     );
 

@@ -34,6 +34,23 @@ async fn forgetting_the_server_revokes_the_device_by_its_own_credential(backend:
     };
     // The extension learns the name the team knows it by, and that it may unpair.
     assert_eq!(result["latchkey_device"]["label"], "Alice laptop");
+    // And the name of its team: each browser hears its own.
+    assert_eq!(result["latchkey_device"]["team"], "default");
+    let acme = server.admin_with(&server.new_tenant("acme").await.expect("team"));
+    let link = acme.create_pairing(None, None).await.expect("pairing");
+    let mut theirs = server.extension_from_link(&link.link).expect("extension");
+    theirs.pair().await.expect("pair");
+    let mut their_socket = theirs.connect().await.expect("connect").expect("upgrade");
+    match their_socket
+        .handshake_with(&params)
+        .await
+        .expect("handshake")
+    {
+        latchkey_protocol::Frame::Success(s) => {
+            assert_eq!(s.result["latchkey_device"]["team"], "acme", "{}", s.result);
+        }
+        other => panic!("handshake refused: {other:?}"),
+    }
     assert!(
         result["latchkey_features"]
             .as_array()

@@ -241,6 +241,7 @@ export default defineBackground(() => {
             host: c.host,
             deviceId: c.deviceId,
             label: gateway.deviceLabel ?? c.label,
+            ...(gateway.teamName ? { team: gateway.teamName } : {}),
             expiresAt: c.expiresAt,
             renewal: c.pending ? 'renewal pending' : renewal,
           }

@@ -85,6 +85,8 @@ export class Gateway {
   private gatewayFeatures: string[] = [];
   /** The name the team knows this browser by (its handshake answer's `latchkey_device`). */
   deviceLabel: string | undefined;
+  /** The name of the team this browser serves (`latchkey_device.team`), kept while offline. */
+  teamName: string | undefined;
   /** When the connection was last up (ms since the epoch): now, while connected. */
   lastContactAt: number | undefined;
   /** When the next attempt to connect is due, while offline. */
@@ -179,11 +181,13 @@ export class Gateway {
       if ('id' in frame && frame.id === handshakeId && this.status === 'connecting') {
         clearTimeout(handshakeTimer);
         if ('result' in frame) {
-          const answer = frame.result as { latchkey_features?: unknown; latchkey_device?: { label?: unknown } } | null;
+          const answer = frame.result as { latchkey_features?: unknown; latchkey_device?: { label?: unknown; team?: unknown } } | null;
           const listed = answer?.latchkey_features;
           this.gatewayFeatures = Array.isArray(listed) ? listed.filter((f): f is string => typeof f === 'string').slice(0, 16) : [];
           const label = answer?.latchkey_device?.label;
           this.deviceLabel = typeof label === 'string' && label.trim() ? label.trim().slice(0, 100) : undefined;
+          const team = answer?.latchkey_device?.team;
+          this.teamName = typeof team === 'string' && team.trim() ? team.trim().slice(0, 100) : undefined;
           this.lastContactAt = Date.now();
           this.attempt = 0;
           void this.setStatus('connected');
@@ -273,6 +277,7 @@ export class Gateway {
     this.stop();
     this.gatewayFeatures = [];
     this.deviceLabel = undefined;
+    this.teamName = undefined;
     this.lastContactAt = undefined;
     this.status = 'offline';
     this.attempt = 0;

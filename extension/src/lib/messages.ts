@@ -61,6 +61,8 @@ export interface StatusView {
   deviceId?: string;
   /** The name the team knows this browser by (the server's, once connected). */
   label?: string;
+  /** The team it serves, once a gateway has said. */
+  team?: string;
   /** When the access ends (ms since the epoch). */
   expiresAt?: number;
   renewal?: string;

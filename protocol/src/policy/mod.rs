@@ -77,6 +77,13 @@ pub enum Consent {
 }
 
 impl Consent {
+    /// Every value by name, for command lines and forms.
+    pub const NAMES: [&'static str; 3] = [
+        Consent::Allow.as_str(),
+        Consent::Ask.as_str(),
+        Consent::Deny.as_str(),
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             Consent::Allow => "allow",

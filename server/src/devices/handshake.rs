@@ -91,7 +91,7 @@ pub fn judge(text: &str) -> Result<(String, HandshakeParams), Refused> {
 }
 
 /// The gateway's answer to a compatible handshake.
-pub fn result(features: Features, device_label: &str) -> serde_json::Value {
+pub fn result(features: Features, device_label: &str, team: Option<String>) -> serde_json::Value {
     let result = HandshakeResult {
         server: methods::HANDSHAKE_SERVER_NAME.to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -101,6 +101,7 @@ pub fn result(features: Features, device_label: &str) -> serde_json::Value {
         latchkey_features: Some(GATEWAY_FEATURES.iter().map(|f| f.to_string()).collect()),
         latchkey_device: features.agent_info.then(|| DeviceInfo {
             label: device_label.to_string(),
+            team,
         }),
     };
     serde_json::to_value(result).unwrap_or_default()

@@ -11,5 +11,7 @@ pub(crate) mod handshake;
 pub(crate) mod link;
 pub mod registry;
 pub(crate) mod revocation;
+pub mod team_names;
 
 pub use registry::DeviceRegistry;
+pub use team_names::TeamNames;

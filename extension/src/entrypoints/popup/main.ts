@@ -66,6 +66,7 @@ function show(view: StatusView): void {
   const ended = ENDED.includes(view.status);
   // Each state shows its own fields only.
   $('details').hidden = !paired;
+  row('team', paired ? view.team : undefined);
   $('host').textContent = view.host ?? '';
   $('label').textContent = view.label ?? '';
   $('device').textContent = view.deviceId ?? '';

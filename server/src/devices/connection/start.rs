@@ -64,7 +64,19 @@ impl<S: Socket> Connection<S> {
             .sessions
             .purge_device(&self.device.id, EndReason::BrowserReconnected);
         let features = Features::of(params.latchkey_features.as_deref());
-        let result = handshake::result(features, &self.device.label);
+        // The team's name only for an extension that shows it (a cached read).
+        let team = if features.agent_info {
+            self.state
+                .team_names
+                .of(self.state.store.as_ref(), &self.device.tenant_id)
+                .await
+                .map(|name| {
+                    latchkey_protocol::text::clean(&name, latchkey_protocol::text::MAX_LABEL_CHARS)
+                })
+        } else {
+            None
+        };
+        let result = handshake::result(features, &self.device.label, team);
         let link = DeviceLink::with_features(
             &self.device.id,
             &self.device.tenant_id,

@@ -3,8 +3,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use latchkey_protocol::api::{MemberRole, Role};
 use latchkey_protocol::policy::Capability;
+
+mod admin;
+mod shape;
+
+pub use admin::*;
+pub use shape::parse;
 
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -56,8 +61,11 @@ pub struct Global {
 pub enum Command {
     /// Save a server URL and token as a profile (checked against the server first).
     Login {
+        /// Server base URL, e.g. https://gw.example.com.
         #[arg(long)]
         url: String,
+        /// API token (lk_…) to save; read from the variable when set, so it
+        /// never sits in the shell's history.
         #[arg(long, env = "LATCHKEY_TOKEN", hide_env_values = true)]
         token: String,
     },
@@ -87,11 +95,13 @@ pub enum Command {
 pub enum SessionCommand {
     /// Open an Agent Window; prints the session id.
     Start {
-        /// Browser id (needed when more than one is online).
+        /// Browser id, or a unique prefix of it (needed when more than one is online).
         #[arg(long)]
         browser: Option<String>,
+        /// Agent Window width in pixels (100 to 7680; with --height).
         #[arg(long, requires = "height")]
         width: Option<u32>,
+        /// Agent Window height in pixels (100 to 7680; with --width).
         #[arg(long, requires = "width")]
         height: Option<u32>,
         /// Bring the Agent Window to the front, taking focus from the browser's
@@ -111,8 +121,10 @@ pub enum SessionCommand {
     },
     /// Close the Agent Window, returning borrowed tabs.
     Stop {
+        /// The session's id, or a unique prefix of it.
         id: String,
     },
+    /// Your open sessions: browser, state, started, last action.
     List,
 }
 
@@ -128,61 +140,82 @@ pub enum ToolCommand {
     Tab(TabCommand),
     /// Navigate the active tab (or --tab).
     Navigate {
+        /// The address to open (http or https, as the browser's policy allows).
         #[arg(id = "page_url", value_name = "URL")]
         url: String,
         /// The load phase to wait for.
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(WAIT_UNTIL))]
         wait_until: Option<String>,
+        /// A tab of the session instead of the active one.
         #[arg(long)]
         tab: Option<i64>,
     },
+    /// Go back one page in the tab's history.
     Back {
+        /// A tab of the session instead of the active one.
         #[arg(long)]
         tab: Option<i64>,
     },
+    /// Go forward one page in the tab's history.
     Forward {
+        /// A tab of the session instead of the active one.
         #[arg(long)]
         tab: Option<i64>,
     },
+    /// Reload the page.
     Reload {
+        /// Bypass the browser's cache.
         #[arg(long)]
         hard: bool,
+        /// A tab of the session instead of the active one.
         #[arg(long)]
         tab: Option<i64>,
     },
     /// The page as text with @eN element refs.
     Snapshot {
+        /// Cut the text to about this many tokens.
         #[arg(long)]
         max_tokens: Option<u32>,
+        /// A tab of the session instead of the active one.
         #[arg(long)]
         tab: Option<i64>,
     },
     /// Click a ref (e12 or @e12) or a CSS selector.
     Click {
+        /// An element ref from `latchkey snapshot` (e12 or @e12), or a CSS selector.
         target: String,
     },
     /// Type a value into a field (replacing its content).
     Fill {
+        /// An element ref from `latchkey snapshot` (e12 or @e12), or a CSS selector.
         target: String,
+        /// The text to put in the field.
         value: String,
     },
     /// Press a key or chord (Enter, Ctrl+A), optionally on a target.
     Press {
+        /// A key or chord: Enter, Tab, Escape, ArrowDown, Ctrl+A, …
         key: String,
+        /// The element to press it on (a ref or CSS selector); default: the focused one.
         #[arg(long)]
         target: Option<String>,
     },
     /// Choose option values of a <select>.
     Select {
+        /// The <select> element: a ref (e12 or @e12) or a CSS selector.
         target: String,
+        /// The option values to choose.
         #[arg(required = true)]
         values: Vec<String>,
     },
+    /// Move the pointer over an element (menus that open on hover).
     Hover {
+        /// An element ref from `latchkey snapshot` (e12 or @e12), or a CSS selector.
         target: String,
     },
     /// Save a PNG of the active tab (or of one element with --target).
     Screenshot {
+        /// The file to write the PNG to.
         #[arg(long)]
         out: PathBuf,
         /// An element ref from `latchkey snapshot` (e12 or @e12) to crop to.
@@ -191,6 +224,7 @@ pub enum ToolCommand {
     },
     /// Evaluate JavaScript in the page (if the browser's owner allows it).
     Evaluate {
+        /// A JavaScript expression; its value comes back as JSON.
         expression: String,
     },
     /// Wait for the tab to reach a load phase.
@@ -201,14 +235,18 @@ pub enum ToolCommand {
     },
     /// Hand the page to the person (CAPTCHA, MFA, QR code) and wait for them.
     RequestHelp {
+        /// What the person should do, shown to them (e.g. "solve the CAPTCHA").
         #[arg(long)]
         reason: String,
+        /// A short title for the request.
         #[arg(long)]
         title: Option<String>,
     },
     /// Any method with JSON params.
     Call {
+        /// A method of the catalogue (`latchkey tools`), e.g. tool.tab_list.
         method: String,
+        /// Its params as a JSON object.
         #[arg(long, default_value = "{}")]
         params: String,
     },
@@ -216,232 +254,52 @@ pub enum ToolCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum TabCommand {
+    /// The tabs: the session's own, the person's, or all.
     List {
         /// user, agent or all.
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(latchkey_protocol::tools::values::TabScope::NAMES))]
         scope: Option<String>,
     },
+    /// Open a tab in the Agent Window.
     Create {
-        /// (A distinct id: `url` is the global server URL.)
+        /// The address to open in it (default: a blank page).
+        // A distinct id: `url` is the global server URL.
         #[arg(id = "tab_url", value_name = "URL")]
         url: Option<String>,
+        /// Leave the current tab active.
         #[arg(long)]
         background: bool,
     },
+    /// Close a tab of the session.
     Close {
+        /// The tab's id (`latchkey tab list`).
         id: i64,
     },
+    /// Make a tab of the session the active one.
     Select {
+        /// The tab's id (`latchkey tab list`).
         id: i64,
     },
     /// Ask the person to lend one of their tabs (they confirm in the browser).
     Borrow {
+        /// The person's tab's id (`latchkey tab list --scope user`).
         id: i64,
     },
+    /// Give a borrowed tab back to the person.
     Return {
+        /// The borrowed tab's id.
         id: i64,
     },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum AdminCommand {
-    /// Create a one-time pairing link for a browser.
-    Pair {
-        /// Label the device will get.
-        #[arg(long)]
-        label: Option<String>,
-        /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
-        #[arg(long, value_parser = parse_pairing_ttl)]
-        ttl: Option<u64>,
-        /// The member (mem_…) whose browser this link pairs.
-        #[arg(long)]
-        member: Option<String>,
-        /// Print only the link, for scripts.
-        #[arg(long, short)]
-        quiet: bool,
-    },
-    /// The people of the team: list, add, remove.
-    #[command(subcommand)]
-    Members(MembersCommand),
-    /// List devices with owner, status and expiry.
-    Devices,
-    /// Rename a device.
-    Rename { id: String, label: String },
-    /// Revoke a device (its live connection closes at once), or all with --all.
-    Revoke {
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
-        id: Option<String>,
-        /// Revoke every device of the team and void unused pairing links.
-        #[arg(long)]
-        all: bool,
-    },
-    /// Take a revoked or expired device off the list (a revoked local browser can
-    /// then connect again as a new device).
-    Forget { id: String },
-    /// API tokens.
-    #[command(subcommand)]
-    Tokens(TokensCommand),
-    /// The team's policy, or one browser's (docs/policy.md).
-    #[command(subcommand)]
-    Policy(AdminPolicyCommand),
-    /// The audit trail, newest first.
-    Audit {
-        #[arg(long, default_value_t = 50)]
-        limit: u32,
-        /// Only events older than this id (for paging).
-        #[arg(long)]
-        before: Option<i64>,
-        #[command(flatten)]
-        filter: crate::admin::AuditFilterArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TokensCommand {
-    /// Create a token; its secret is printed once.
-    Create {
-        #[arg(long)]
-        name: String,
-        #[arg(long, value_parser = parse_role)]
-        role: Role,
-        /// Lifetime, e.g. 30d, 12h; none means no expiry.
-        #[arg(long, value_parser = parse_ttl)]
-        ttl: Option<u64>,
-        /// An admin or member token: the member (mem_…) whose own token it is.
-        #[arg(long)]
-        member: Option<String>,
-        /// Print only the secret, for scripts:
-        /// `export LATCHKEY_TOKEN=$(latchkey admin tokens create --name a --role agent --quiet)`.
-        #[arg(long, short)]
-        quiet: bool,
-    },
-    List,
-    Revoke {
-        id: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MembersCommand {
-    /// The team's members.
-    List,
-    /// Add a member.
-    Add {
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        email: String,
-        /// owner, admin or member (default member).
-        #[arg(long, value_parser = parse_member_role, default_value = "member")]
-        role: MemberRole,
-    },
-    /// Remove a member: their browsers and the API tokens behind them are revoked
-    /// at once, their unused pairing links voided.
-    Remove { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MeCommand {
-    /// Who the token's person is.
-    Show,
-    /// Your browsers.
-    Devices,
-    /// A one-time pairing link for a browser of yours.
-    Pair {
-        #[arg(long)]
-        label: Option<String>,
-        /// Link lifetime, e.g. 90s, 5m, 1h (at most 1h).
-        #[arg(long, value_parser = parse_pairing_ttl)]
-        ttl: Option<u64>,
-    },
-    /// Revoke a browser of yours: its live connection closes at once.
-    Revoke { id: String },
-    /// The policy of a browser of yours (docs/policy.md).
-    #[command(subcommand)]
-    Policy(MePolicyCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum AdminPolicyCommand {
-    /// Show the team's policy, or a browser's with --device.
-    Show {
-        /// A browser's policy instead of the team's.
-        #[arg(long)]
-        device: Option<String>,
-        /// Also what sessions run under, and where each limit came from.
-        #[arg(long)]
-        effective: bool,
-    },
-    /// Replace the team's policy, or a browser's with --device: limits not
-    /// given are lifted at that layer.
-    Set {
-        #[arg(long)]
-        device: Option<String>,
-        #[command(flatten)]
-        policy: PolicyArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MePolicyCommand {
-    /// Show a browser's policy.
-    Show {
-        id: String,
-        #[arg(long)]
-        effective: bool,
-    },
-    /// Replace a browser's policy (within the team's): limits not given are lifted.
-    Set {
-        id: String,
-        #[command(flatten)]
-        policy: PolicyArgs,
-    },
-}
-
-/// A policy from flags; every limit left out is not set at this layer.
-#[derive(Debug, Args)]
-pub struct PolicyArgs {
-    /// Only these agent tokens (ids, comma-separated) may start sessions.
-    #[arg(long, value_delimiter = ',')]
-    pub agents: Option<Vec<String>>,
-    /// allow (start without asking) or deny (no sessions).
-    #[arg(long, value_parser = ["allow", "deny"])]
-    pub consent: Option<String>,
-    /// Only hosts matching these patterns (example.com, *.example.com, *).
-    #[arg(long, value_delimiter = ',')]
-    pub allow_sites: Option<Vec<String>>,
-    /// Never hosts matching these patterns.
-    #[arg(long, value_delimiter = ',')]
-    pub block_sites: Option<Vec<String>>,
-    /// URL schemes allowed (default http,https).
-    #[arg(long, value_delimiter = ',')]
-    pub schemes: Option<Vec<String>>,
-    /// Capability classes granted: read, input, navigate, script, borrow.
-    #[arg(long, value_delimiter = ',', value_parser = parse_capability)]
-    pub capabilities: Option<Vec<Capability>>,
-    /// The longest a session may last, e.g. 30m, 2h.
-    #[arg(long, value_parser = parse_ttl)]
-    pub max_session: Option<u64>,
-    /// The whole policy as a JSON file (- for standard input), instead of flags.
-    #[arg(long, conflicts_with_all = ["agents", "consent", "allow_sites", "block_sites", "schemes", "capabilities", "max_session"])]
-    pub file: Option<PathBuf>,
-}
-
-fn parse_capability(s: &str) -> Result<Capability, String> {
+/// A capability class by name.
+pub fn parse_capability(s: &str) -> Result<Capability, String> {
     Capability::ALL
         .into_iter()
         .find(|c| c.as_str() == s)
         .ok_or_else(|| {
             "a capability is one of session, read, input, navigate, script, borrow".to_string()
         })
-}
-
-fn parse_member_role(s: &str) -> Result<MemberRole, String> {
-    MemberRole::parse(s).ok_or_else(|| "role must be owner, admin or member".to_string())
-}
-
-fn parse_role(s: &str) -> Result<Role, String> {
-    Role::parse(s).ok_or_else(|| "role must be agent, admin or member".to_string())
 }
 
 /// `90s`, `5m`, `1h`, `30d` → seconds. A bare number is refused: `10` could be
