@@ -36,6 +36,9 @@ pub enum Command {
     /// Operator commands on tenants (run against the same store as the server).
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// The audit trail's tamper evidence (docs/operations.md, "Tamper evidence").
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Start signing delegation tokens with a new key (docs/delegation.md). Tokens
     /// signed with the old one stay valid until they expire; running nodes pick
     /// the new key up within a minute.
@@ -48,6 +51,17 @@ pub enum TenantCommand {
     Create { name: String },
     /// List tenants.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Walk each team's hash chain and name the first row that was changed,
+    /// removed or inserted; exits 1 if any chain is broken.
+    Verify {
+        /// Only this team (by name).
+        #[arg(long)]
+        tenant: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -207,6 +221,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("signing with key {} from now on", key.kid);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Audit(AuditCommand::Verify { tenant }) => {
+            let store = open_store(&config).await?;
+            store.migrate().await?;
+            verify_audit(store.as_ref(), tenant.as_deref()).await
+        }
         Command::Tenant(cmd) => {
             let store = open_store(&config).await?;
             store.migrate().await?;
@@ -232,6 +251,37 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `latchkeyd audit verify`: one line per team; exit 1 when a chain is broken.
+async fn verify_audit(
+    store: &dyn crate::store::Store,
+    only: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let tenants: Vec<_> = store
+        .list_tenants()
+        .await?
+        .into_iter()
+        .filter(|t| only.is_none_or(|name| t.name == name))
+        .collect();
+    if let (Some(name), true) = (only, tenants.is_empty()) {
+        anyhow::bail!("no team is named {name:?}");
+    }
+    let mut broken = false;
+    for t in tenants {
+        match crate::audit_chain::verify(store, &t.id).await? {
+            Ok(rows) => println!("team {}: {rows} audit rows, chain intact", t.name),
+            Err(fault) => {
+                broken = true;
+                println!("team {}: BROKEN: {fault}", t.name);
+            }
+        }
+    }
+    Ok(if broken {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 async fn serve(config: Config) -> anyhow::Result<ExitCode> {

@@ -10,6 +10,7 @@ pub(crate) mod agent;
 pub(crate) mod api_error;
 pub mod app;
 pub(crate) mod audit;
+pub mod audit_chain;
 pub mod auth;
 pub mod cli;
 pub mod clock;

@@ -109,6 +109,13 @@ async fn a_first_schema_store_upgrades_with_its_data(backend: Backend) {
             .len(),
         1
     );
+    // The old audit row joined the hash chain, which new rows extend.
+    assert_eq!(
+        latchkey_server::audit_chain::verify(store.as_ref(), "ten_1")
+            .await
+            .expect("store"),
+        Ok(1)
+    );
 
     // The new rules hold on the upgraded store.
     let alice = MemberRecord {

@@ -9,6 +9,7 @@
 //! - a multi-statement change runs in one transaction and is durable before the
 //!   method returns (the authorize endpoint relies on this to reply only after commit).
 
+mod audit_chain;
 mod delegations;
 mod error;
 pub mod group_commit;
@@ -26,6 +27,7 @@ pub mod token_reads;
 
 use async_trait::async_trait;
 
+pub use audit_chain::AuditChainStore;
 pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
 pub use members::MemberStore;
@@ -158,7 +160,14 @@ impl DeviceSeen {
 
 #[async_trait]
 pub trait Store:
-    MemberStore + PendingPairingStore + PolicyStore + DelegationStore + Send + Sync + 'static
+    MemberStore
+    + PendingPairingStore
+    + PolicyStore
+    + DelegationStore
+    + AuditChainStore
+    + Send
+    + Sync
+    + 'static
 {
     /// Which backend this is, for logs and `check-config`.
     fn backend(&self) -> &'static str;

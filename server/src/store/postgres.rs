@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
+use super::audit_chain::{chained_columns, impl_sql_audit_chain};
 use super::delegations::{delegation_columns, impl_sql_delegations};
 use super::members::{impl_sql_members, member_columns};
 use super::pending_pairings::{impl_sql_pending_pairings, pending_pairing_columns};
@@ -67,6 +68,7 @@ impl PostgresStore {
     }
 }
 
+impl_sql_audit_chain!(PostgresStore);
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
 impl_sql_policies!(PostgresStore);

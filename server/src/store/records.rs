@@ -90,7 +90,7 @@ pub struct AuditRecord {
     pub detail: Option<String>,
 }
 
-/// An audit event to write; the store assigns the id.
+/// An audit event to write; the store assigns the id and its place in the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAuditEvent {
     pub tenant_id: String,
@@ -100,6 +100,21 @@ pub struct NewAuditEvent {
     pub target: String,
     pub outcome: String,
     pub detail: Option<String>,
+}
+
+impl NewAuditEvent {
+    /// What its hash in the chain covers.
+    pub fn content(&self) -> crate::audit_chain::Content<'_> {
+        crate::audit_chain::Content {
+            tenant_id: &self.tenant_id,
+            at: self.at,
+            actor: &self.actor,
+            action: &self.action,
+            target: &self.target,
+            outcome: &self.outcome,
+            detail: self.detail.as_deref(),
+        }
+    }
 }
 
 /// A person of a team.

@@ -15,7 +15,7 @@ macro_rules! device_columns {
 
 pub(super) use device_columns;
 
-/// Rows in one multi-row statement: 7 parameters each stays far under SQLite's
+/// Rows in one multi-row statement: 9 parameters each stays far under SQLite's
 /// 32,766 and PostgreSQL's 65,535.
 pub(crate) const ROWS_PER_STATEMENT: usize = 256;
 
@@ -31,7 +31,13 @@ macro_rules! impl_sql_store {
                 $migrator
                     .run(&self.pool)
                     .await
-                    .map_err(|e| $crate::store::StoreError::Internal(format!("migration failed: {e}")))
+                    .map_err(|e| $crate::store::StoreError::Internal(format!("migration failed: {e}")))?;
+                // Rows written before the audit chain existed join it now.
+                let chained = chain_audit_backlog(self).await?;
+                if chained > 0 {
+                    tracing::info!(rows = chained, "audit rows written before the hash chain were chained");
+                }
+                Ok(())
             }
 
             async fn ping(&self) -> Result<(), $crate::store::StoreError> {
@@ -377,7 +383,7 @@ macro_rules! impl_sql_store {
                 seen: &[$crate::store::DeviceSeen],
                 events: &[$crate::store::NewAuditEvent],
             ) -> Result<(), $crate::store::StoreError> {
-                record_activity_rows(&self.pool, seen, events).await
+                record_activity_rows(self, seen, events).await
             }
 
             async fn insert_audit(&self, e: &$crate::store::NewAuditEvent) -> Result<(), $crate::store::StoreError> {

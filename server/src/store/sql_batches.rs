@@ -60,9 +60,10 @@ macro_rules! impl_sql_batches {
             Ok(grants)
         }
 
-        /// What `Store::record_activity` writes, in one transaction.
+        /// What `Store::record_activity` writes, in one transaction: the audit
+        /// rows each in its place in its tenant's hash chain.
         async fn record_activity_rows(
-            pool: &sqlx::Pool<<$store as $crate::store::sql::Backend>::Db>,
+            store: &$store,
             seen: &[$crate::store::DeviceSeen],
             events: &[$crate::store::NewAuditEvent],
         ) -> Result<(), $crate::store::StoreError> {
@@ -70,7 +71,7 @@ macro_rules! impl_sql_batches {
             // chunk, not per row (each statement is a round trip to the
             // store's worker).
             let seen = $crate::store::DeviceSeen::latest_per_device(seen);
-            let mut tx = pool.begin().await?;
+            let mut tx = store.begin_write().await?;
             for chunk in seen.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
                 let mut q = sqlx::QueryBuilder::new(
                     "WITH seen (tenant_id, id, seen_at, browser_name, browser_version) AS (",
@@ -91,18 +92,24 @@ macro_rules! impl_sql_batches {
                 );
                 q.build().execute(&mut *tx).await?;
         }
-        for chunk in events.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+        let content: Vec<$crate::audit_chain::Content<'_>> =
+            events.iter().map($crate::store::NewAuditEvent::content).collect();
+        let placed = extend_audit_chains(&mut tx, &content).await?;
+        let rows: Vec<_> = events.iter().zip(&placed).collect();
+        for chunk in rows.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
             let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail) ",
+                "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail, seq, hash) ",
             );
-            q.push_values(chunk, |mut row, e| {
+            q.push_values(chunk, |mut row, (e, (seq, hash))| {
                 row.push_bind(&e.tenant_id)
                     .push_bind(e.at)
                     .push_bind(&e.actor)
                     .push_bind(&e.action)
                     .push_bind(&e.target)
                     .push_bind(&e.outcome)
-                    .push_bind(&e.detail);
+                    .push_bind(&e.detail)
+                    .push_bind(*seq)
+                    .push_bind(hash);
             });
             q.build().execute(&mut *tx).await?;
         }

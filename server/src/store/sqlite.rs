@@ -9,6 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
+use super::audit_chain::{chained_columns, impl_sql_audit_chain};
 use super::delegations::{delegation_columns, impl_sql_delegations};
 use super::members::{impl_sql_members, member_columns};
 use super::pending_pairings::{impl_sql_pending_pairings, pending_pairing_columns};
@@ -113,6 +114,7 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
     name.into()
 }
 
+impl_sql_audit_chain!(SqliteStore);
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
 impl_sql_policies!(SqliteStore);

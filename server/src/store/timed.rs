@@ -370,3 +370,24 @@ impl DelegationStore for TimedStore {
         )
     }
 }
+
+#[async_trait]
+impl AuditChainStore for TimedStore {
+    async fn audit_chain_page(
+        &self,
+        tenant_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::audit_chain::ChainedRow>, StoreError> {
+        timed!(
+            "audit_chain_page",
+            self.inner.audit_chain_page(tenant_id, after, limit)
+        )
+    }
+    async fn audit_head(&self, tenant_id: &str) -> Result<Option<(i64, String)>, StoreError> {
+        timed!("audit_head", self.inner.audit_head(tenant_id))
+    }
+    async fn audit_unchained(&self, tenant_id: &str) -> Result<Option<i64>, StoreError> {
+        timed!("audit_unchained", self.inner.audit_unchained(tenant_id))
+    }
+}
