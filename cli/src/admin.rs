@@ -5,16 +5,13 @@ use latchkey_protocol::api::{
     PairingCreated, RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
 };
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::args::{AdminCommand, TokensCommand};
-use crate::client::ApiClient;
+use crate::client::{ApiClient, NO_BODY};
 use crate::error::CliError;
 use crate::ids::{self, IdKind, resolve};
-use crate::output::{cell, opt, out, table};
+use crate::output::{cell, emit, opt, out, table};
 use crate::when;
-
-const NO_BODY: Option<&Value> = None;
 
 /// Run one admin command; prints JSON or human output.
 pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<(), CliError> {
@@ -164,6 +161,11 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             })
         }
         AdminCommand::Audit {
+            command: Some(command),
+            ..
+        } => crate::audit::run(client, command, json).await,
+        AdminCommand::Audit {
+            command: None,
             limit,
             before,
             filter,
@@ -207,15 +209,6 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
             })
         }
     }
-}
-
-fn emit<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce()) -> Result<(), CliError> {
-    if json {
-        crate::output::json(value);
-    } else {
-        human();
-    }
-    Ok(())
 }
 
 /// A secret or link printed whole (cutting it would make it useless), still

@@ -56,6 +56,9 @@ pub fn check_url(url: &str) -> Result<(), CliError> {
     }
 }
 
+/// No request body.
+pub const NO_BODY: Option<&serde_json::Value> = None;
+
 impl ApiClient {
     pub fn new(
         base: &str,
@@ -141,6 +144,21 @@ impl ApiClient {
         body: Option<&impl Serialize>,
         limit: Option<Duration>,
     ) -> Result<T, CliError> {
+        let response = self.send(method, path, body, limit).await?;
+        let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| CliError::Connection(format!("unreadable answer: {e}")))
+    }
+
+    /// A request whose successful answer is read as it arrives (an export); a
+    /// refusal is decoded like any other.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+        limit: Option<Duration>,
+    ) -> Result<reqwest::Response, CliError> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -153,11 +171,10 @@ impl ApiClient {
         }
         let response = request.send().await.map_err(|e| self.unreachable(&e))?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
         if status.is_success() {
-            return serde_json::from_slice(&bytes)
-                .map_err(|e| CliError::Connection(format!("unreadable answer: {e}")));
+            return Ok(response);
         }
+        let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
         match serde_json::from_slice::<ApiErrorBody>(&bytes) {
             Ok(body) => Err(CliError::Api {
                 code: body.error.code,
@@ -174,6 +191,14 @@ impl ApiClient {
                 data: None,
             }),
         }
+    }
+
+    /// The next piece of a response read with [`Self::send`].
+    pub async fn chunk(
+        &self,
+        response: &mut reqwest::Response,
+    ) -> Result<Option<bytes::Bytes>, CliError> {
+        response.chunk().await.map_err(|e| self.unreachable(&e))
     }
 }
 

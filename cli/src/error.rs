@@ -22,6 +22,9 @@ pub enum CliError {
     /// An id prefix that more than one id starts with (the message lists them).
     #[error("{0}")]
     AmbiguousId(String),
+    /// An audit export that does not verify (the message says where).
+    #[error("{0}")]
+    AuditBroken(String),
 }
 
 impl CliError {
@@ -31,6 +34,7 @@ impl CliError {
             CliError::Connection(_) => CliCode::ConnectionFailed.exit_code(),
             CliError::Config(_) => CliCode::Config.exit_code(),
             CliError::AmbiguousId(_) => CliCode::AmbiguousId.exit_code(),
+            CliError::AuditBroken(_) => CliCode::AuditBroken.exit_code(),
         }
     }
 
@@ -41,6 +45,7 @@ impl CliError {
             CliError::Connection(_) => CliCode::ConnectionFailed.as_str(),
             CliError::Config(_) => CliCode::Config.as_str(),
             CliError::AmbiguousId(_) => CliCode::AmbiguousId.as_str(),
+            CliError::AuditBroken(_) => CliCode::AuditBroken.as_str(),
         }
     }
 

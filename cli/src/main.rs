@@ -5,6 +5,7 @@
 
 mod admin;
 mod args;
+mod audit;
 mod catalogue;
 mod client;
 mod delegations;
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 use latchkey_protocol::api::TokenList;
 use reqwest::Method;
 
-use crate::args::{Cli, Command, DEFAULT_PROFILE, Global};
+use crate::args::{AuditFileCommand, Cli, Command, DEFAULT_PROFILE, Global};
 use crate::client::ApiClient;
 use crate::error::CliError;
 use crate::output::{note, out};
@@ -168,6 +169,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Token(cmd) => delegations::run(&connect(&cli.global)?, cmd, cli.global.json).await,
         Command::Browsers => sessions::browsers(&connect(&cli.global)?, cli.global.json).await,
         Command::Tools => catalogue::list(cli.global.json),
+        Command::Audit(AuditFileCommand::VerifyFile { file, keys }) => {
+            audit::verify_file(&file, &keys, cli.global.json)
+        }
         Command::Session(cmd) => {
             sessions::session(&connect(&cli.global)?, cmd, cli.global.json).await
         }

@@ -162,6 +162,20 @@ pub fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "-".to_string())
 }
 
+/// `value` as JSON with `--json`, else the human form.
+pub fn emit<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    human: impl FnOnce(),
+) -> Result<(), crate::error::CliError> {
+    if json {
+        crate::output::json(value);
+    } else {
+        human();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,17 +8,14 @@ use latchkey_protocol::agent::{
     BrowserList, SessionList, SessionView, StartSessionRequest, StopSessionResult,
 };
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::args::SessionCommand;
-use crate::client::ApiClient;
+use crate::client::{ApiClient, NO_BODY};
 use crate::error::CliError;
 use crate::ids::{self, IdKind, resolve};
 use crate::output::{cell, note, opt, out, table};
 use crate::tools::segment;
 use crate::when;
-
-const NO_BODY: Option<&Value> = None;
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     crate::output::json(value);

@@ -7,17 +7,14 @@ use std::collections::HashMap;
 use latchkey_protocol::agent::{SessionList, StopSessionResult};
 use latchkey_protocol::api::{DeviceList, PairingList, PendingPairingView};
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::args::{PairingsCommand, TeamSessionsCommand};
-use crate::client::ApiClient;
+use crate::client::{ApiClient, NO_BODY};
 use crate::error::CliError;
 use crate::ids::{self, IdKind, resolve};
 use crate::output::{cell, out, table};
 use crate::tools::segment;
 use crate::when;
-
-const NO_BODY: Option<&Value> = None;
 
 pub async fn sessions(
     client: &ApiClient,

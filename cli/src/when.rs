@@ -25,6 +25,12 @@ pub fn relative(iso: &str, now: OffsetDateTime) -> String {
     }
 }
 
+/// The Unix-millisecond instant of RFC 3339 text.
+pub fn parse_ms(iso: &str) -> Option<i64> {
+    let at = OffsetDateTime::parse(iso, &Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// An optional time: relative, or a dash.
 pub fn relative_opt(iso: Option<&str>, now: OffsetDateTime) -> String {
     iso.map_or_else(|| "-".to_string(), |t| relative(t, now))

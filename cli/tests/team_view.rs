@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use common::latchkey;
 use latchkey_protocol::error_code::exit;
-use latchkey_server::auth::bootstrap::DEFAULT_TENANT;
 use latchkey_server::store::ApiTokenRecord;
 use latchkey_testkit::{Backend, TestServer};
 
@@ -188,12 +187,7 @@ async fn a_prefix_that_names_several_ids_is_refused_with_them() {
     // Two tokens whose ids share their first six digits: written to the store
     // directly, since random ids would not.
     let store = &server.state().store;
-    let tenant = store
-        .tenant_by_name(DEFAULT_TENANT)
-        .await
-        .expect("store")
-        .expect("the default tenant")
-        .id;
+    let tenant = server.default_tenant_id().await.expect("default tenant");
     for (id, hash) in [("tok_abcdef0000000001", "a"), ("tok_abcdef0000000002", "b")] {
         store
             .insert_api_token(&ApiTokenRecord {

@@ -376,6 +376,15 @@ test('request_help: completion criteria end the wait; a short wait times out', a
   assert.equal((await failure(call('tool.request_help', {}))).code, 'invalid_params');
 });
 
+test('the audit trail says how each help request ended', async () => {
+  const r = await api(stack.daemon.url, stack.daemon.token, 'GET', '/v1/admin/audit?action=session.call&limit=1000');
+  assert.equal(r.status, 200);
+  const help = r.body.events.map((e) => e.detail).filter((d) => d.startsWith('tool.request_help'));
+  for (const outcome of ['continued', 'cancelled', 'completed', 'timed_out']) {
+    assert.ok(help.some((d) => d.includes(` help:${outcome} `)), `${outcome}: ${help.join(' | ')}`);
+  }
+});
+
 test('the activity list shows what agents did, without values, and can be cleared', async () => {
   await waitFor(async () => (await popup.locator('#activity li').count()) > 10, 5_000, 'activity listed');
   const text = (await popup.locator('#activity').textContent()) ?? '';

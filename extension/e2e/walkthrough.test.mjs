@@ -204,9 +204,10 @@ test('README: the walk-through, as written', { timeout: BUILD_MS }, async () => 
   for (const line of commands(walk[3])) {
     const r = await ok(local(line.replaceAll('3f9a21bc', deviceId)));
     if (/admin sessions/.test(line)) assert.match(r.stdout, /no sessions/);
-    if (/admin audit/.test(line)) {
+    if (/^latchkey admin audit(\s+#.*)?$/.test(line)) {
       for (const action of ['session.start', 'session.call', 'session.end', 'device.pair']) assert.match(r.stdout, new RegExp(action.replace('.', '\\.')));
     }
+    if (/audit verify-file/.test(line)) assert.match(r.stdout, /chain intact; \d+ signed checkpoints?, the last covering rows up to \d+$/m);
     if (/admin revoke/.test(line)) assert.match(r.stdout, /revoked/);
   }
   await waitFor(async () => ((await popup.locator('#status').getAttribute('aria-label')) ?? '').includes('revoked'), 15_000, 'the popup says revoked');

@@ -231,6 +231,26 @@ pub struct AuditList {
     pub next_before: Option<i64>,
 }
 
+/// `GET` and `PUT /v1/admin/audit/retention`: how long the team keeps its audit
+/// rows (docs/operations.md, "Retention").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AuditRetention {
+    /// Days rows are kept before they are pruned (up to a signed checkpoint).
+    pub days: u32,
+    /// Whether that is the gateway's default rather than the team's own setting.
+    pub is_default: bool,
+}
+
+/// `PUT /v1/admin/audit/retention`: days (1..=3660), or null for the gateway's
+/// default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct SetAuditRetention {
+    /// Required, even as null: a body without it is a mistake, not a reset.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub days: Option<u32>,
+}
+
 /// A member's role in the team (docs/people.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

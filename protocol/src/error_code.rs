@@ -209,13 +209,17 @@ pub enum CliCode {
     Config,
     /// An id given by a prefix that more than one id starts with.
     AmbiguousId,
+    /// An audit export that does not verify: a row changed, missing or added, a
+    /// checkpoint that does not hold, or a line that is not an export's.
+    AuditBroken,
 }
 
 impl CliCode {
-    pub const ALL: [CliCode; 3] = [
+    pub const ALL: [CliCode; 4] = [
         CliCode::ConnectionFailed,
         CliCode::Config,
         CliCode::AmbiguousId,
+        CliCode::AuditBroken,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -223,6 +227,7 @@ impl CliCode {
             CliCode::ConnectionFailed => "connection_failed",
             CliCode::Config => "config",
             CliCode::AmbiguousId => "ambiguous_id",
+            CliCode::AuditBroken => "audit_broken",
         }
     }
 
@@ -230,6 +235,7 @@ impl CliCode {
         match self {
             CliCode::ConnectionFailed => exit::CONNECTION,
             CliCode::Config | CliCode::AmbiguousId => exit::USAGE,
+            CliCode::AuditBroken => exit::FAILURE,
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod additions;
 pub mod agent;
 pub mod api;
+pub mod audit_chain;
 pub mod authorize;
 pub mod close_code;
 pub mod delegation;

@@ -60,6 +60,8 @@ fn export_all(dir: &Path) {
         api::TokenList,
         api::AuditEventView,
         api::AuditList,
+        api::AuditRetention,
+        api::SetAuditRetention,
         api::MemberRole,
         api::CreateOwnPairingRequest,
         api::CreateMemberRequest,

@@ -77,3 +77,22 @@ fn the_schema_and_the_validator_agree_on_ranges_and_enums() {
     }
     assert!(checked > 10, "only {checked} fields checked");
 }
+
+/// `protocol/schema/audit-export.json`: the export format, from the types the CLI
+/// and the gateway read and write it with.
+#[test]
+fn the_audit_export_schema_matches_the_code() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/audit-export.json");
+    let generated = serde_json::to_string_pretty(&latchkey_protocol::audit_chain::export_schema())
+        .expect("json")
+        + "\n";
+    if std::env::var_os("LATCHKEY_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).expect("protocol/schema/audit-export.json");
+    assert_eq!(
+        committed, generated,
+        "protocol/schema/audit-export.json is stale; regenerate with LATCHKEY_BLESS=1 cargo test -p latchkey-protocol --test schema"
+    );
+}

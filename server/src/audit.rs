@@ -41,11 +41,24 @@ pub mod action {
     pub const SESSION_END: &str = "session.end";
     pub const SESSION_INTERRUPT: &str = "session.interrupt";
     pub const SESSION_CALL: &str = "session.call";
+    /// An agent asked the browser's person for help (`tool.request_help`
+    /// reached the browser); its `session.call` row says how it ended.
+    pub const SESSION_HELP_REQUESTED: &str = "session.help_requested";
+    /// The browser's person was asked whether an agent may start a session.
+    pub const SESSION_CONSENT_REQUESTED: &str = "session.consent_requested";
+    /// A device's grant runs out within 7 days, or within 1 day.
+    pub const DEVICE_EXPIRING: &str = "device.expiring";
     pub const DEVICE_KILL_SWITCH: &str = "device.kill_switch";
     pub const POLICY_SET: &str = "policy.set";
     pub const POLICY_DENY: &str = "policy.deny";
     pub const DELEGATION_CREATE: &str = "delegation.create";
     pub const DELEGATION_REVOKE: &str = "delegation.revoke";
+    /// Rows past the team's retention removed.
+    pub const AUDIT_PRUNE: &str = "audit.prune";
+    /// The team's retention changed.
+    pub const AUDIT_RETENTION: &str = "audit.retention";
+    /// The trail exported.
+    pub const AUDIT_EXPORT: &str = "audit.export";
 }
 
 #[derive(Clone)]

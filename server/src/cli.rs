@@ -61,7 +61,15 @@ pub enum AuditCommand {
         /// Only this team (by name).
         #[arg(long)]
         tenant: Option<String>,
+        /// Check the checkpoints against the public keys in this file (what
+        /// `latchkeyd audit keys` printed earlier) rather than those the store
+        /// holds, which someone able to write the store could have added to.
+        #[arg(long)]
+        keys: Option<PathBuf>,
     },
+    /// Print the public audit keys as JSON, to keep apart from the store for
+    /// `verify --keys` and `latchkey audit verify-file --keys`.
+    Keys,
 }
 
 #[derive(Debug, Args)]
@@ -221,10 +229,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("signing with key {} from now on", key.kid);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Audit(AuditCommand::Verify { tenant }) => {
+        Command::Audit(cmd) => {
             let store = open_store(&config).await?;
             store.migrate().await?;
-            verify_audit(store.as_ref(), tenant.as_deref()).await
+            match cmd {
+                AuditCommand::Verify { tenant, keys } => {
+                    let keys = match keys {
+                        Some(path) => {
+                            crate::audit_keys::read_key_set(&path).map_err(anyhow::Error::msg)?
+                        }
+                        None => stored_audit_keys(store.as_ref()).await?,
+                    };
+                    verify_audit(store.as_ref(), tenant.as_deref(), &keys).await
+                }
+                AuditCommand::Keys => {
+                    let set = crate::audit_keys::public_set(&store.audit_keys().await?);
+                    println!("{}", serde_json::to_string_pretty(&set)?);
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         Command::Tenant(cmd) => {
             let store = open_store(&config).await?;
@@ -253,10 +276,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The public halves of the audit keys the store holds.
+async fn stored_audit_keys(
+    store: &dyn crate::store::Store,
+) -> anyhow::Result<crate::audit_chain::VerifyingKeys> {
+    let set = crate::audit_keys::public_set(&store.audit_keys().await?);
+    crate::audit_chain::VerifyingKeys::from_set(&set).map_err(anyhow::Error::msg)
+}
+
 /// `latchkeyd audit verify`: one line per team; exit 1 when a chain is broken.
 async fn verify_audit(
     store: &dyn crate::store::Store,
     only: Option<&str>,
+    keys: &crate::audit_chain::VerifyingKeys,
 ) -> anyhow::Result<ExitCode> {
     let tenants: Vec<_> = store
         .list_tenants()
@@ -269,8 +301,8 @@ async fn verify_audit(
     }
     let mut broken = false;
     for t in tenants {
-        match crate::audit_chain::verify(store, &t.id).await? {
-            Ok(rows) => println!("team {}: {rows} audit rows, chain intact", t.name),
+        match crate::audit_chain::verify(store, &t.id, keys).await? {
+            Ok(s) => println!("team {}: {}", t.name, crate::audit_chain::describe(&s)),
             Err(fault) => {
                 broken = true;
                 println!("team {}: BROKEN: {fault}", t.name);

@@ -193,6 +193,7 @@ pub struct Config {
     /// OpenTelemetry trace export (off unless an endpoint is set).
     pub tracing: crate::telemetry::otel::TracingConfig,
     pub limits: Limits,
+    pub audit: crate::audit_keeping::AuditConfig,
 }
 
 /// Where data lives when no directory is given: the user's data directory
@@ -220,6 +221,7 @@ impl Default for Config {
             metrics_tenant_label: false,
             tracing: crate::telemetry::otel::TracingConfig::default(),
             limits: Limits::default(),
+            audit: Default::default(),
         }
     }
 }
@@ -369,7 +371,12 @@ impl Config {
         if !(1..=60_000).contains(&l.authorize_per_minute) {
             problem("limits.authorize_per_minute must be 1..=60000".into());
         }
-        for p in self.tracing.problems() {
+        for p in self
+            .tracing
+            .problems()
+            .into_iter()
+            .chain(self.audit.problems())
+        {
             problem(p);
         }
         for (name, value) in [
@@ -451,50 +458,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_are_valid() {
-        assert_eq!(Config::default().problems(), vec![]);
-    }
-
-    #[test]
-    fn every_problem_is_reported_at_once() {
-        let c = Config {
-            listen: "0.0.0.0:443".parse().expect("addr"),
-            public_url: Some("ws://gw.example.com".into()),
-            database_url: Some("mysql://x".into()),
-            allowed_extension_ids: vec!["nope".into()],
-            tls: Some(TlsFiles {
-                cert: "/nonexistent/cert.pem".into(),
-                key: "/nonexistent/key.pem".into(),
-            }),
-            ..Config::default()
-        };
-        let p = c.problems();
-        assert_eq!(p.len(), 5, "{p:?}");
-    }
-
-    #[test]
-    fn plain_non_loopback_needs_a_trusted_proxy_and_wss() {
-        let mut c = Config {
-            listen: "0.0.0.0:8080".parse().expect("addr"),
-            public_url: Some("wss://gw.example.com".into()),
-            ..Config::default()
-        };
-        assert_eq!(c.problems().len(), 1);
-        c.trusted_proxies = vec!["10.0.0.0/8".parse().expect("net")];
-        assert_eq!(c.problems(), vec![]);
-    }
-
-    #[test]
-    fn masks_database_password() {
-        let c = Config {
-            database_url: Some("postgres://u:secret@db/x".into()),
-            ..Config::default()
-        };
-        let m = c.masked();
-        assert!(!m.database_url.unwrap_or_default().contains("secret"));
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

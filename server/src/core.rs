@@ -41,6 +41,8 @@ pub struct Core {
     pub calls: TaskTracker,
     /// Team names, for what a browser is told about the team it serves.
     pub team_names: crate::devices::TeamNames,
+    /// Signs the audit trail's checkpoints.
+    pub audit_keys: crate::audit_keys::AuditKeys,
 }
 
 impl Core {

@@ -69,9 +69,13 @@ pub(crate) async fn harness(tune: impl FnOnce(&mut Limits)) -> Harness {
         )
         .await
         .expect("device");
+    let audit_keys = crate::audit_keys::AuditKeys::load(store.as_ref(), None, START_MS)
+        .await
+        .expect("audit keys");
     tokio::time::pause();
     let clock = Clock::following_tokio(START_MS);
     let core = Core {
+        audit_keys,
         audit: Audit::new(store.clone(), clock.clone()),
         store,
         config: Arc::new(config),

@@ -11,6 +11,8 @@ pub(crate) mod api_error;
 pub mod app;
 pub(crate) mod audit;
 pub mod audit_chain;
+pub mod audit_keeping;
+pub mod audit_keys;
 pub mod auth;
 pub mod cli;
 pub mod clock;
@@ -62,6 +64,8 @@ pub enum BindError {
     Bootstrap(#[from] BootstrapError),
     #[error(transparent)]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    AuditKey(#[from] audit_keys::AuditKeyError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -162,6 +166,17 @@ impl ServerHandle {
         {
             tracing::warn!("audit rows still queued at exit");
         }
+        // Every chain signed as it is at exit, so its last rows are covered.
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            audit_keeping::checkpoint_all(&state.core),
+        )
+        .await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "audit checkpoints not written at exit"),
+            Err(_) => tracing::warn!("audit checkpoints still being written at exit"),
+        }
     }
 }
 
@@ -228,7 +243,14 @@ pub async fn bind_with_routes(
         source,
     })?;
     let base = public_base(&config, public_addr);
+    let audit_keys = audit_keys::AuditKeys::load(
+        store.as_ref(),
+        config.audit.signing_key_file.as_deref(),
+        clock.now_ms(),
+    )
+    .await?;
     let core = core::Core {
+        audit_keys,
         audit: Audit::new(store.clone(), clock.clone()),
         store,
         config: Arc::new(config),
@@ -260,6 +282,10 @@ pub async fn bind_with_routes(
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),
     ));
+    state.tasks.spawn(audit_keeping::keeper(state.core.clone()));
+    state
+        .tasks
+        .spawn(devices::expiry_notices::notifier(state.core.clone()));
     state.tasks.spawn(delegation::keys::keep_fresh(
         state.signing_keys.clone(),
         state.core.clone(),

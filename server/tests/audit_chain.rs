@@ -11,59 +11,11 @@ use std::time::Duration;
 
 use latchkey_protocol::api::Role;
 use latchkey_server::audit_chain::{self, Fault};
-use latchkey_server::auth::bootstrap::DEFAULT_TENANT;
-use latchkey_server::store::{NewAuditEvent, SQLITE_FILE};
+use latchkey_server::store::NewAuditEvent;
+use latchkey_testkit::database::Database;
 use latchkey_testkit::{Backend, TestServer, backend_tests};
 
 const DEADLINE: Duration = Duration::from_secs(10);
-
-/// A connection to the server's own database, for doing what an intruder would.
-enum Database {
-    Sqlite(sqlx::SqlitePool),
-    Postgres(sqlx::PgPool),
-}
-
-impl Database {
-    async fn open(server: &TestServer) -> Self {
-        match &server.config().database_url {
-            Some(url) => Self::Postgres(sqlx::PgPool::connect(url).await.expect("postgres")),
-            None => {
-                let file = server.config().data_dir.join(SQLITE_FILE);
-                let url = format!("sqlite://{}", file.display());
-                Self::Sqlite(sqlx::SqlitePool::connect(&url).await.expect("sqlite"))
-            }
-        }
-    }
-
-    async fn exec(&self, sql: String) {
-        let q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
-        let done = match self {
-            Self::Sqlite(pool) => q.execute(pool).await.map(|_| ()),
-            Self::Postgres(pool) => sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                .execute(pool)
-                .await
-                .map(|_| ()),
-        };
-        done.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-
-    /// How a saved row goes back with its own id.
-    fn put_back(&self) -> String {
-        match self {
-            Self::Sqlite(_) => "INSERT INTO audit_event SELECT * FROM saved".into(),
-            Self::Postgres(_) => {
-                "INSERT INTO audit_event OVERRIDING SYSTEM VALUE SELECT * FROM saved".into()
-            }
-        }
-    }
-
-    async fn close(self) {
-        match self {
-            Self::Sqlite(pool) => pool.close().await,
-            Self::Postgres(pool) => pool.close().await,
-        }
-    }
-}
 
 /// `latchkeyd audit verify` on the server's store: its exit status and output.
 fn verify_command(server: &TestServer) -> (bool, String) {
@@ -100,16 +52,13 @@ async fn tampering_is_named_and_an_intact_chain_verifies(backend: Backend) {
     .await;
     assert!(six, "the six rows are written");
     let store = server.state().store.clone();
-    let tenant = store
-        .tenant_by_name(DEFAULT_TENANT)
+    let tenant = server.default_tenant_id().await.expect("default tenant");
+    let keys = server.state().audit_keys.verifying();
+    let rows = audit_chain::verify(store.as_ref(), &tenant, &keys)
         .await
         .expect("store")
-        .expect("team")
-        .id;
-    let rows = audit_chain::verify(store.as_ref(), &tenant)
-        .await
-        .expect("store")
-        .expect("intact");
+        .expect("intact")
+        .rows;
     assert!(rows >= 7, "bootstrap and six tokens: {rows}");
     let (ok, out) = verify_command(&server);
     assert!(ok, "{out}");
@@ -118,9 +67,10 @@ async fn tampering_is_named_and_an_intact_chain_verifies(backend: Backend) {
         "{out}"
     );
     let verdict = || async {
-        audit_chain::verify(store.as_ref(), &tenant)
+        audit_chain::verify(store.as_ref(), &tenant, &keys)
             .await
             .expect("store")
+            .map(|s| s.rows)
     };
     let db = Database::open(&server).await;
     let row = |seq: i64| format!("tenant_id = '{tenant}' AND seq = {seq}");
@@ -211,14 +161,7 @@ backend_tests!(tampering, tampering_is_named_and_an_intact_chain_verifies);
 /// without a fork or a gap: each holds the tenant's head while it writes.
 async fn two_replicas_keep_one_chain(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
-    let tenant = server
-        .state()
-        .store
-        .tenant_by_name(DEFAULT_TENANT)
-        .await
-        .expect("store")
-        .expect("team")
-        .id;
+    let tenant = server.default_tenant_id().await.expect("default tenant");
     // A second store on the same database: another replica's.
     let other = latchkey_server::open_store(server.config())
         .await
@@ -249,10 +192,12 @@ async fn two_replicas_keep_one_chain(backend: Backend) {
     for w in writers {
         w.await.expect("writer");
     }
-    let rows = audit_chain::verify(server.state().store.as_ref(), &tenant)
+    let keys = server.state().audit_keys.verifying();
+    let rows = audit_chain::verify(server.state().store.as_ref(), &tenant, &keys)
         .await
         .expect("store")
-        .expect("one intact chain");
+        .expect("one intact chain")
+        .rows;
     assert!(rows > 200, "{rows}");
     server.stop().await;
 }

@@ -23,6 +23,7 @@ async fn each_call_is_one_row_with_its_host_and_outcome(backend: Backend) {
             "tab_id": 3, "url": r.params.as_ref().map_or(Value::Null, |p| p["url"].clone()),
             "final_url": "https://www.shop.test/cart", "reached": "load"
         }))),
+        "tool.request_help" => Some(Action::Reply(json!({"outcome": "cancelled", "tab_id": 3}))),
         "tool.reload" => Some(Action::Error(ErrorBody::new(
             ErrorCode::CdpFailed,
             "detached",
@@ -55,6 +56,7 @@ async fn each_call_is_one_row_with_its_host_and_outcome(backend: Backend) {
         ),
         ("tool.reload", json!({}), "cdp_failed"),
         ("tool.tab_list", json!({}), "ok"),
+        ("tool.request_help", json!({"prompt": "Solve it"}), "ok"),
     ];
     for (method, params, _) in &calls {
         agent
@@ -90,6 +92,7 @@ async fn each_call_is_one_row_with_its_host_and_outcome(backend: Backend) {
         "www.shop.test",
         "www.shop.test",
         "www.shop.test",
+        "www.shop.test",
     ];
     for ((row, (method, _, outcome)), host) in rows.iter().zip(&calls).zip(hosts) {
         let detail = row["detail"].as_str().expect("detail");
@@ -106,6 +109,27 @@ async fn each_call_is_one_row_with_its_host_and_outcome(backend: Backend) {
             "{row}"
         );
     }
+    // A help request says how the person's part ended.
+    let help = rows
+        .last()
+        .and_then(|r| r["detail"].as_str())
+        .expect("detail");
+    assert!(help.contains(" help:cancelled "), "{help}");
+    // The ask itself is in the trail when the person is asked.
+    let (_, body) = admin
+        .raw(
+            Method::GET,
+            "/v1/admin/audit?action=session.help_requested",
+            None,
+        )
+        .await
+        .expect("audit");
+    assert_eq!(body["events"][0]["target"], target.as_str(), "{body}");
+    assert_eq!(
+        body["events"][0]["detail"],
+        format!("device:{device} host:www.shop.test"),
+        "{body}"
+    );
     // The trail narrowed: by action and outcome, by a family of actions, by
     // actor and time.
     let query = |q: String| {
@@ -134,8 +158,8 @@ async fn each_call_is_one_row_with_its_host_and_outcome(backend: Backend) {
         .collect();
     assert_eq!(
         actions.len(),
-        calls.len() + 1,
-        "the calls and the start: {actions:?}"
+        calls.len() + 2,
+        "the calls, the help request and the start: {actions:?}"
     );
     assert!(actions.iter().all(|a| a.starts_with("session.")));
     let actor = rows[0]["actor"].as_str().expect("actor").to_string();

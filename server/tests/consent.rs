@@ -202,6 +202,15 @@ async fn a_start_the_policy_asks_about_waits_for_the_person(backend: Backend) {
         "{:#?}",
         admin.audit_lines(20, &["action", "detail"]).await
     );
+    // Each ask is in the trail when it is asked, naming the browser.
+    let asked = admin
+        .audit_lines(50, &["action", "detail"])
+        .await
+        .expect("audit")
+        .into_iter()
+        .filter(|l| l.starts_with("session.consent_requested"))
+        .count();
+    assert_eq!(asked, 2, "two starts, two asks");
 }
 backend_tests!(
     consent_ask,

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::{MemberRemovedView, Role, TokenList};
-use latchkey_server::auth::bootstrap::DEFAULT_TENANT;
 use latchkey_server::store::ApiTokenRecord;
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::reqwest::Method;
@@ -182,9 +181,7 @@ async fn a_members_browser_is_theirs_until_they_are_removed(backend: Backend) {
 }
 
 async fn default_tenant(server: &TestServer) -> String {
-    let store = &server.state().store;
-    let tenant = store.tenant_by_name(DEFAULT_TENANT).await.expect("store");
-    tenant.expect("the default tenant").id
+    server.default_tenant_id().await.expect("default tenant")
 }
 
 async fn admin_members(server: &TestServer) -> Vec<String> {

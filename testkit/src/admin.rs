@@ -45,6 +45,18 @@ impl AdminClient {
         Ok((status, value))
     }
 
+    /// A `GET` whose answer is text (an audit export's JSON lines): the status
+    /// and the body as it came.
+    pub async fn text(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        Ok((resp.status().as_u16(), resp.text().await?))
+    }
+
     async fn ok<T: serde::de::DeserializeOwned>(
         &self,
         method: Method,

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod agent_socket;
 pub mod browser;
 pub mod daemon;
+pub mod database;
 pub mod echo;
 pub mod extension;
 pub mod hostile;

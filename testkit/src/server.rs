@@ -399,6 +399,16 @@ impl TestServer {
         FakeExtension::from_link(link, self.http.clone(), self.client_tls())
     }
 
+    /// The id of the team the server bootstrapped (`default`), whose admin token
+    /// [`Self::admin`] holds.
+    pub async fn default_tenant_id(&self) -> anyhow::Result<String> {
+        let store = self.state().store.as_ref();
+        let tenant = store
+            .tenant_by_name(latchkey_server::auth::bootstrap::DEFAULT_TENANT)
+            .await?;
+        Ok(tenant.context("the default tenant is gone")?.id)
+    }
+
     /// Another team on this server: its first admin token.
     pub async fn new_tenant(&self, name: &str) -> anyhow::Result<String> {
         let store = self.state().store.as_ref();

@@ -69,8 +69,12 @@ pub enum AdminCommand {
     /// The team's policy, or one browser's (docs/policy.md).
     #[command(subcommand)]
     Policy(AdminPolicyCommand),
-    /// The audit trail, newest first.
+    /// The audit trail, newest first; or export it, print its keys, set how
+    /// long it is kept.
+    #[command(args_conflicts_with_subcommands = true)]
     Audit {
+        #[command(subcommand)]
+        command: Option<AuditCommand>,
         /// Rows to show, newest first (at most 500).
         #[arg(long, default_value_t = 50)]
         limit: u32,
@@ -79,6 +83,31 @@ pub enum AdminCommand {
         before: Option<i64>,
         #[command(flatten)]
         filter: crate::admin::AuditFilterArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// The team's trail as JSON lines on standard output, oldest first, running
+    /// to a signed checkpoint: to keep, and to check offline with `latchkey audit
+    /// verify-file`.
+    Export {
+        /// From this long ago (`30d`, `2h`) or this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Up to this long ago or this RFC 3339 time (then on to the next
+        /// checkpoint, so the last rows are signed too).
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// The gateway's public audit keys as JSON: save them apart from the export
+    /// for `latchkey audit verify-file --keys`.
+    Keys,
+    /// How long the team keeps audit rows; with DAYS, set it (`default`: the
+    /// gateway's default).
+    Retention {
+        /// Days (1 to 3660), or `default`.
+        days: Option<String>,
     },
 }
 

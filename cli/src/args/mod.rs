@@ -87,8 +87,26 @@ pub enum Command {
     /// Start, stop and list sessions (Agent Windows).
     #[command(subcommand)]
     Session(SessionCommand),
+    /// Check an audit export offline: no server, no token.
+    #[command(subcommand)]
+    Audit(AuditFileCommand),
     #[command(flatten)]
     Tool(ToolCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditFileCommand {
+    /// Check a file from `latchkey admin audit export` against the gateway's
+    /// public keys: every row chained, every checkpoint signed; exits 1 naming
+    /// the first line that is not.
+    VerifyFile {
+        /// The export (JSON lines).
+        file: std::path::PathBuf,
+        /// The public keys, as `latchkey admin audit keys` or `latchkeyd audit
+        /// keys` printed them, kept apart from the export.
+        #[arg(long)]
+        keys: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -49,7 +49,11 @@ fn ago(text: &str) -> Option<i64> {
     digits.parse::<i64>().ok()?.checked_mul(unit)
 }
 
-fn time_param(now: i64, field: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
+pub(super) fn time_param(
+    now: i64,
+    field: &str,
+    value: Option<&str>,
+) -> Result<Option<i64>, ApiError> {
     value
         .map(|v| {
             crate::clock::parse_rfc3339(v)

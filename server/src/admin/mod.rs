@@ -5,6 +5,7 @@
 //!
 //! [`AdminPrincipal`]: crate::auth::principal::AdminPrincipal
 
+mod audit_keeping;
 mod audit_log;
 mod devices;
 mod me;
@@ -45,6 +46,12 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/admin/tokens", post(tokens::create).get(tokens::list))
         .route("/v1/admin/tokens/{id}", delete(tokens::revoke))
         .route("/v1/admin/audit", get(audit_log::list))
+        .route("/v1/admin/audit/export", get(audit_keeping::export))
+        .route("/v1/admin/audit/keys", get(audit_keeping::keys))
+        .route(
+            "/v1/admin/audit/retention",
+            get(audit_keeping::get_retention).put(audit_keeping::put_retention),
+        )
         .route(
             "/v1/admin/members",
             post(members::create).get(members::list),

@@ -5,6 +5,7 @@
 
 pub(crate) mod connection;
 pub(crate) mod ending;
+pub mod expiry_notices;
 pub(crate) mod grant;
 pub mod grant_sweep;
 pub(crate) mod handshake;

@@ -140,13 +140,62 @@ pub fn reason_of(e: &CoreError) -> Option<&'static str> {
     e.reason()
 }
 
+/// How a person's part of a `tool.request_help` ended, from its answer:
+/// `continued` (Done), `cancelled` (declined), `timed_out` or `completed` (the
+/// criteria held). Only a value the protocol lists; `navigated`, from older
+/// extensions, reads as `continued`.
+pub fn help_outcome(method: &str, answer: &str) -> Option<&'static str> {
+    use latchkey_protocol::tools::results::HelpOutcome;
+    if method != "tool.request_help" {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        outcome: HelpOutcome,
+    }
+    let answer: Answer = serde_json::from_str(answer).ok()?;
+    Some(match answer.outcome {
+        HelpOutcome::Continued | HelpOutcome::Navigated => "continued",
+        HelpOutcome::Cancelled => "cancelled",
+        HelpOutcome::TimedOut => "timed_out",
+        HelpOutcome::Completed => "completed",
+    })
+}
+
+/// The `session.help_requested` row: the browser and the host of the page the
+/// person is asked about; never the agent's prompt.
+pub fn help_requested<'a>(session: &'a Session, host: Option<&str>) -> Event<'a> {
+    let mut detail = format!("device:{}", session.device_id);
+    if let Some(h) = host {
+        detail.push_str(" host:");
+        detail.push_str(h);
+    }
+    Event {
+        tenant_id: &session.tenant_id,
+        actor: session.actor.clone(),
+        action: action::SESSION_HELP_REQUESTED,
+        target: format!("session:{}", session.id),
+        outcome: "ok",
+        detail: Some(detail),
+    }
+}
+
+/// What a call's row says beyond its method and host.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Notes<'a> {
+    /// A failed call's stable reason ([`reason_of`]).
+    pub reason: Option<&'a str>,
+    /// A help request's outcome ([`help_outcome`]).
+    pub help: Option<&'a str>,
+}
+
 /// The `session.call` row of a call on `session`.
 pub fn row<'a>(
     session: &'a Session,
     method: &str,
     host: Option<&str>,
     outcome: &'a str,
-    reason: Option<&str>,
+    notes: Notes<'_>,
     took: Duration,
 ) -> Event<'a> {
     let mut detail = method.to_string();
@@ -154,9 +203,13 @@ pub fn row<'a>(
         detail.push_str(" host:");
         detail.push_str(h);
     }
-    if let Some(r) = reason {
+    if let Some(r) = notes.reason {
         detail.push_str(" reason:");
         detail.push_str(r);
+    }
+    if let Some(h) = notes.help {
+        detail.push_str(" help:");
+        detail.push_str(h);
     }
     detail.push_str(&format!(" {}ms", took.as_millis()));
     Event {
@@ -176,6 +229,27 @@ mod tests {
 
     fn params(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_help_request_says_how_it_ended_and_nothing_made_up() {
+        let answer = |o: &str| format!(r#"{{"outcome": "{o}", "tab_id": 3}}"#);
+        for (said, row) in [
+            ("continued", "continued"),
+            ("navigated", "continued"),
+            ("cancelled", "cancelled"),
+            ("timed_out", "timed_out"),
+            ("completed", "completed"),
+        ] {
+            assert_eq!(
+                help_outcome("tool.request_help", &answer(said)),
+                Some(row),
+                "{said}"
+            );
+        }
+        assert_eq!(help_outcome("tool.request_help", &answer("hacked")), None);
+        assert_eq!(help_outcome("tool.request_help", "not json"), None);
+        assert_eq!(help_outcome("tool.click", &answer("continued")), None);
     }
 
     #[test]

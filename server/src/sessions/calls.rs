@@ -260,6 +260,10 @@ pub async fn call(
     telemetry::call_finished(&method, outcome, took, tenant);
     // Every call is in the team's trail, in the order its session made them;
     // queued, not committed, before the agent is answered.
+    let help = result
+        .as_ref()
+        .ok()
+        .and_then(|answer| call_audit::help_outcome(&method, answer.get()));
     let host = match &result {
         Ok(answer) => {
             let mut tabs = tabs(session);
@@ -283,7 +287,10 @@ pub async fn call(
             &method,
             host.as_deref(),
             outcome,
-            result.as_ref().err().and_then(call_audit::reason_of),
+            call_audit::Notes {
+                reason: result.as_ref().err().and_then(call_audit::reason_of),
+                help,
+            },
             took,
         ))
         .await;
@@ -357,6 +364,15 @@ async fn run_call(
         .registry
         .link(&session.device_id)
         .ok_or(CoreError::BrowserDisconnected)?;
+    if call.method == "tool.request_help" {
+        // The person is asked now: the trail (and whoever follows it) hears of
+        // it at once, not when they have answered.
+        let host = tabs(session).target(&call.method, &call.params);
+        state
+            .audit
+            .queue(call_audit::help_requested(session, host.as_deref()))
+            .await;
+    }
     let mut params = call.params;
     params.insert("session_id".into(), Value::String(session.id.clone()));
     let abort = session.abort_signal();

@@ -164,6 +164,19 @@ async fn start_session(
     if asks {
         session.set_consent_pending(true);
         deadline += Duration::from_millis(CONSENT_TIMEOUT_MS);
+        // The person is asked now; whether they agreed is in `session.start`
+        // (or `policy.deny consent_denied`).
+        state
+            .audit
+            .queue(crate::audit::Event {
+                tenant_id: &session.tenant_id,
+                actor: session.actor.clone(),
+                action: crate::audit::action::SESSION_CONSENT_REQUESTED,
+                target: format!("session:{}", session.id),
+                outcome: "ok",
+                detail: Some(format!("device:{}", session.device_id)),
+            })
+            .await;
     }
     // Run detached from the caller: if the agent goes away mid-start, the start still
     // settles (and an orphaned session is reaped when idle) instead of leaking a window.

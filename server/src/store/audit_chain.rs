@@ -149,6 +149,36 @@ macro_rules! impl_sql_audit_chain {
             Ok(placed)
         }
 
+        /// Insert audit rows, each in its place in its tenant's chain (in this
+        /// transaction): one statement per chunk, not per row.
+        async fn insert_chained_events(
+            tx: &mut sqlx::Transaction<'static, <$store as $crate::store::sql::Backend>::Db>,
+            events: &[$crate::store::NewAuditEvent],
+        ) -> Result<(), $crate::store::StoreError> {
+            let content: Vec<$crate::audit_chain::Content<'_>> =
+                events.iter().map($crate::store::NewAuditEvent::content).collect();
+            let placed = extend_audit_chains(tx, &content).await?;
+            let rows: Vec<_> = events.iter().zip(&placed).collect();
+            for chunk in rows.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail, seq, hash) ",
+                );
+                q.push_values(chunk, |mut row, (e, (seq, hash))| {
+                    row.push_bind(&e.tenant_id)
+                        .push_bind(e.at)
+                        .push_bind(&e.actor)
+                        .push_bind(&e.action)
+                        .push_bind(&e.target)
+                        .push_bind(&e.outcome)
+                        .push_bind(&e.detail)
+                        .push_bind(*seq)
+                        .push_bind(hash);
+                });
+                q.build().execute(&mut **tx).await?;
+            }
+            Ok(())
+        }
+
         /// Chain the rows written before the chain existed, oldest first, a
         /// thousand per transaction. Run once at start-up, after the migrations.
         async fn chain_audit_backlog(store: &$store) -> Result<u64, $crate::store::StoreError> {

@@ -10,8 +10,10 @@
 //!   method returns (the authorize endpoint relies on this to reply only after commit).
 
 mod audit_chain;
+pub mod audit_keeping;
 mod delegations;
 mod error;
+pub mod expiry_notices;
 pub mod group_commit;
 mod members;
 mod pending_pairings;
@@ -28,8 +30,10 @@ pub mod token_reads;
 use async_trait::async_trait;
 
 pub use audit_chain::AuditChainStore;
+pub use audit_keeping::{AuditKeepingStore, AuditKeyRecord};
 pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
+pub use expiry_notices::ExpiryNoticeStore;
 pub use members::MemberStore;
 pub use pending_pairings::{PendingPairingRecord, PendingPairingStore};
 pub use policies::{PolicyRows, PolicyStore};
@@ -165,6 +169,8 @@ pub trait Store:
     + PolicyStore
     + DelegationStore
     + AuditChainStore
+    + AuditKeepingStore
+    + ExpiryNoticeStore
     + Send
     + Sync
     + 'static

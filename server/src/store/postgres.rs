@@ -10,7 +10,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::StoreError;
 use super::audit_chain::{chained_columns, impl_sql_audit_chain};
+use super::audit_keeping::impl_sql_audit_keeping;
 use super::delegations::{delegation_columns, impl_sql_delegations};
+use super::expiry_notices::impl_sql_expiry_notices;
 use super::members::{impl_sql_members, member_columns};
 use super::pending_pairings::{impl_sql_pending_pairings, pending_pairing_columns};
 use super::policies::impl_sql_policies;
@@ -69,6 +71,8 @@ impl PostgresStore {
 }
 
 impl_sql_audit_chain!(PostgresStore);
+impl_sql_audit_keeping!(PostgresStore);
+impl_sql_expiry_notices!(PostgresStore);
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
 impl_sql_policies!(PostgresStore);

@@ -91,7 +91,8 @@ pub struct AuditRecord {
 }
 
 /// An audit event to write; the store assigns the id and its place in the chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Read back, it is the part of a [`crate::audit_chain::ChainedRow`] the hash covers.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct NewAuditEvent {
     pub tenant_id: String,
     pub at: i64,

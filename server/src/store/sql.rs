@@ -194,7 +194,7 @@ macro_rules! impl_sql_store {
                 use $crate::store::{DeviceRecord, RotateOutcome};
                 let mut tx = self.begin_write().await?;
                 let rotated: Option<DeviceRecord> = sqlx::query_as(concat!(
-                    "UPDATE device SET previous_hash = token_hash, token_hash = $2, expires_at = $4, renew_after = $5 \
+                    "UPDATE device SET previous_hash = token_hash, token_hash = $2, expires_at = $4, renew_after = $5, expiry_notice = NULL \
                      WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $3 RETURNING ", device_columns!(), ""))
                 .bind(bearer_hash)
                 .bind(next_hash)
@@ -325,7 +325,7 @@ macro_rules! impl_sql_store {
                 let device: Option<$crate::store::DeviceRecord> = sqlx::query_as(concat!(
                     "INSERT INTO device (id, tenant_id, label, created_by, created_at, token_hash, expires_at, renew_after) \
                      VALUES ($1, $2, $3, 'local', $4, $5, $6, $7) \
-                     ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, renew_after = excluded.renew_after \
+                     ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, renew_after = excluded.renew_after, expiry_notice = NULL \
                      WHERE device.tenant_id = excluded.tenant_id AND device.revoked_at IS NULL RETURNING ", device_columns!(), ""))
                 .bind(&d.id)
                 .bind(tenant_id)

@@ -92,27 +92,7 @@ macro_rules! impl_sql_batches {
                 );
                 q.build().execute(&mut *tx).await?;
         }
-        let content: Vec<$crate::audit_chain::Content<'_>> =
-            events.iter().map($crate::store::NewAuditEvent::content).collect();
-        let placed = extend_audit_chains(&mut tx, &content).await?;
-        let rows: Vec<_> = events.iter().zip(&placed).collect();
-        for chunk in rows.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail, seq, hash) ",
-            );
-            q.push_values(chunk, |mut row, (e, (seq, hash))| {
-                row.push_bind(&e.tenant_id)
-                    .push_bind(e.at)
-                    .push_bind(&e.actor)
-                    .push_bind(&e.action)
-                    .push_bind(&e.target)
-                    .push_bind(&e.outcome)
-                    .push_bind(&e.detail)
-                    .push_bind(*seq)
-                    .push_bind(hash);
-            });
-            q.build().execute(&mut *tx).await?;
-        }
+        insert_chained_events(&mut tx, events).await?;
         tx.commit().await?;
         Ok(())
         }

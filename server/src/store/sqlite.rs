@@ -10,7 +10,9 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::StoreError;
 use super::audit_chain::{chained_columns, impl_sql_audit_chain};
+use super::audit_keeping::impl_sql_audit_keeping;
 use super::delegations::{delegation_columns, impl_sql_delegations};
+use super::expiry_notices::impl_sql_expiry_notices;
 use super::members::{impl_sql_members, member_columns};
 use super::pending_pairings::{impl_sql_pending_pairings, pending_pairing_columns};
 use super::policies::impl_sql_policies;
@@ -115,6 +117,8 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 }
 
 impl_sql_audit_chain!(SqliteStore);
+impl_sql_audit_keeping!(SqliteStore);
+impl_sql_expiry_notices!(SqliteStore);
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
 impl_sql_policies!(SqliteStore);

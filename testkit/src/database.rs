@@ -1,0 +1,56 @@
+//! The server's own database opened beside it, for tests that do what an
+//! intruder with database access would (change, remove or insert audit rows).
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use latchkey_server::store::SQLITE_FILE;
+
+use crate::TestServer;
+
+/// A connection to the server's own database, for doing what an intruder would.
+pub enum Database {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+impl Database {
+    pub async fn open(server: &TestServer) -> Self {
+        match &server.config().database_url {
+            Some(url) => Self::Postgres(sqlx::PgPool::connect(url).await.expect("postgres")),
+            None => {
+                let file = server.config().data_dir.join(SQLITE_FILE);
+                let url = format!("sqlite://{}", file.display());
+                Self::Sqlite(sqlx::SqlitePool::connect(&url).await.expect("sqlite"))
+            }
+        }
+    }
+
+    pub async fn exec(&self, sql: String) {
+        let q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+        let done = match self {
+            Self::Sqlite(pool) => q.execute(pool).await.map(|_| ()),
+            Self::Postgres(pool) => sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .execute(pool)
+                .await
+                .map(|_| ()),
+        };
+        done.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// How a saved row goes back with its own id.
+    pub fn put_back(&self) -> String {
+        match self {
+            Self::Sqlite(_) => "INSERT INTO audit_event SELECT * FROM saved".into(),
+            Self::Postgres(_) => {
+                "INSERT INTO audit_event OVERRIDING SYSTEM VALUE SELECT * FROM saved".into()
+            }
+        }
+    }
+
+    pub async fn close(self) {
+        match self {
+            Self::Sqlite(pool) => pool.close().await,
+            Self::Postgres(pool) => pool.close().await,
+        }
+    }
+}
