@@ -19,6 +19,7 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
         AdminCommand::Members(cmd) => crate::members::run(client, cmd, json).await,
         AdminCommand::Policy(cmd) => crate::policy::run_admin(client, cmd, json).await,
         AdminCommand::Pairings { command } => crate::team::pairings(client, command, json).await,
+        AdminCommand::Webhooks(command) => crate::webhooks::run(client, command, json).await,
         AdminCommand::Sessions { command } => crate::team::sessions(client, command, json).await,
         AdminCommand::Pair {
             label,

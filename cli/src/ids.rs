@@ -33,6 +33,7 @@ pub enum IdKind {
     /// A session of the caller's (agent).
     Session,
     Delegation,
+    Webhook,
 }
 
 impl IdKind {
@@ -45,6 +46,7 @@ impl IdKind {
             IdKind::Pairing => "pairing link",
             IdKind::TeamSession | IdKind::Session => "session",
             IdKind::Delegation => "delegation",
+            IdKind::Webhook => "webhook",
         }
     }
 
@@ -60,6 +62,7 @@ impl IdKind {
             IdKind::Member => ("mem_", 16),
             IdKind::Pairing => ("pair_", 16),
             IdKind::Delegation => ("del_", 16),
+            IdKind::Webhook => ("wh_", 16),
         }
     }
 
@@ -75,6 +78,7 @@ impl IdKind {
             IdKind::TeamSession => ("/v1/admin/sessions", "sessions"),
             IdKind::Session => ("/v1/sessions", "sessions"),
             IdKind::Delegation => ("/v1/delegations", "delegations"),
+            IdKind::Webhook => ("/v1/admin/webhooks", "webhooks"),
         }
     }
 

@@ -18,6 +18,7 @@ mod profile;
 mod sessions;
 mod team;
 mod tools;
+mod webhooks;
 mod when;
 
 use std::process::ExitCode;

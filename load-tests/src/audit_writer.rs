@@ -40,7 +40,8 @@ fn row(tenant: &str, i: usize) -> NewAuditEvent {
     }
 }
 
-async fn fill(store: Arc<dyn Store>, tenant: &str, rows: usize) -> Duration {
+/// Queue `rows` tool-call rows from [`WRITERS`] tasks and wait for their commit.
+pub async fn fill(store: Arc<dyn Store>, tenant: &str, rows: usize) -> Duration {
     let writer = GroupCommit::start(store);
     let started = Instant::now();
     let tasks: Vec<_> = (0..WRITERS)

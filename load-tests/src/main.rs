@@ -9,6 +9,7 @@
 #![allow(clippy::expect_used)]
 
 mod agents;
+mod audit_export;
 mod audit_writer;
 mod fleet;
 mod handshake;
@@ -135,6 +136,17 @@ enum Scenario {
     },
     /// Rows a second the audit writer sustains, and the storage a million take.
     AuditWriter {
+        #[arg(long, default_value_t = 200_000)]
+        rows: usize,
+        /// Use the machine's PostgreSQL instead of SQLite.
+        #[arg(long)]
+        postgres: bool,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// An audit export streamed over HTTP and verified offline: rows a second
+    /// for each, and bytes a row.
+    AuditExport {
         #[arg(long, default_value_t = 200_000)]
         rows: usize,
         /// Use the machine's PostgreSQL instead of SQLite.
@@ -310,6 +322,15 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             audit_writer::print(&r);
             save(&out.out, &format!("audit-writer-{}", r.backend), &r)
         }
+        Scenario::AuditExport {
+            rows,
+            postgres,
+            out,
+        } => {
+            let r = audit_export::run(rows, postgres).await?;
+            audit_export::print(&r);
+            save(&out.out, &format!("audit-export-{}", r.backend), &r)
+        }
         Scenario::Quick { out } => quick(&out).await,
         Scenario::ServeRelay { tls_cert, tls_key } => {
             relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
@@ -348,6 +369,9 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = audit_writer::sqlite(2_000).await?;
     audit_writer::print(&r);
     save(out, "audit-writer-sqlite", &r)?;
+    let r = audit_export::run(2_000, false).await?;
+    audit_export::print(&r);
+    save(out, "audit-export-sqlite", &r)?;
     // The report renders from what was just measured (into the output directory, so
     // docs/ is untouched).
     report::write(

@@ -22,6 +22,7 @@ pub mod policy;
 pub mod text;
 pub mod tools;
 pub mod ts_constants;
+pub mod webhooks;
 
 pub use close_code::CloseCode;
 pub use end_reason::EndReason;

@@ -48,6 +48,9 @@ pub struct AppState {
     pub(crate) tasks: TaskTracker,
     /// The keys delegation tokens are signed and verified with (docs/delegation.md).
     pub(crate) signing_keys: crate::delegation::keys::SigningKeys,
+    /// Webhook deliveries' HTTP client (docs/webhooks.md): the worker's and a
+    /// manual redelivery's.
+    pub(crate) webhooks: Arc<crate::webhooks::deliver::Deliverer>,
 }
 
 impl std::ops::Deref for AppState {
@@ -60,7 +63,11 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     /// The surfaces' state around `core`, with limiters tuned by its config.
-    pub fn new(core: Core, public_base: Arc<str>) -> Self {
+    pub fn new(
+        core: Core,
+        public_base: Arc<str>,
+        webhooks: Arc<crate::webhooks::deliver::Deliverer>,
+    ) -> Self {
         let limits = &core.config.limits;
         Self {
             token_reads: crate::store::token_reads::TokenReads::new(core.store.clone()),
@@ -86,6 +93,7 @@ impl AppState {
             public_base,
             tasks: TaskTracker::new(),
             signing_keys: crate::delegation::keys::SigningKeys::default(),
+            webhooks,
             core,
         }
     }

@@ -59,6 +59,12 @@ pub mod action {
     pub const AUDIT_RETENTION: &str = "audit.retention";
     /// The trail exported.
     pub const AUDIT_EXPORT: &str = "audit.export";
+    pub const WEBHOOK_CREATE: &str = "webhook.create";
+    pub const WEBHOOK_DELETE: &str = "webhook.delete";
+    pub const WEBHOOK_ENABLE: &str = "webhook.enable";
+    pub const WEBHOOK_REDELIVER: &str = "webhook.redeliver";
+    /// An endpoint failing for `webhooks.disable_after_secs`, stopped.
+    pub const WEBHOOK_DISABLED: &str = "webhook.disabled";
 }
 
 #[derive(Clone)]

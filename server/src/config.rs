@@ -194,6 +194,7 @@ pub struct Config {
     pub tracing: crate::telemetry::otel::TracingConfig,
     pub limits: Limits,
     pub audit: crate::audit_keeping::AuditConfig,
+    pub webhooks: crate::webhooks::WebhooksConfig,
 }
 
 /// Where data lives when no directory is given: the user's data directory
@@ -222,6 +223,7 @@ impl Default for Config {
             tracing: crate::telemetry::otel::TracingConfig::default(),
             limits: Limits::default(),
             audit: Default::default(),
+            webhooks: Default::default(),
         }
     }
 }
@@ -376,6 +378,7 @@ impl Config {
             .problems()
             .into_iter()
             .chain(self.audit.problems())
+            .chain(self.webhooks.problems())
         {
             problem(p);
         }

@@ -17,6 +17,7 @@ pub const TOKEN: IdKind = IdKind("tok_");
 pub const PAIRING: IdKind = IdKind("pair_");
 pub const DELEGATION: IdKind = IdKind("del_");
 pub const SIGNING_KEY: IdKind = IdKind("key_");
+pub const WEBHOOK: IdKind = IdKind("wh_");
 
 /// Random hex digits after the prefix (8 random bytes).
 const HEX_DIGITS: usize = 16;
@@ -41,7 +42,15 @@ mod tests {
 
     #[test]
     fn minted_ids_hold_and_nothing_else_does() {
-        for kind in [TENANT, MEMBER, TOKEN, PAIRING, DELEGATION, SIGNING_KEY] {
+        for kind in [
+            TENANT,
+            MEMBER,
+            TOKEN,
+            PAIRING,
+            DELEGATION,
+            SIGNING_KEY,
+            WEBHOOK,
+        ] {
             let id = kind.mint();
             assert!(kind.holds(&id), "{id}");
         }

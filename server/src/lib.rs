@@ -35,6 +35,7 @@ pub(crate) mod socket;
 pub mod store;
 pub mod telemetry;
 pub mod transport;
+pub mod webhooks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +67,8 @@ pub enum BindError {
     Tls(#[from] TlsError),
     #[error(transparent)]
     AuditKey(#[from] audit_keys::AuditKeyError),
+    #[error("the webhook client cannot start: {0}")]
+    Webhooks(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -262,7 +265,9 @@ pub async fn bind_with_routes(
         calls: TaskTracker::new(),
         team_names: Default::default(),
     };
-    let state = AppState::new(core, Arc::from(base.as_str()));
+    let deliverer = webhooks::deliver::Deliverer::new(core.config.webhooks.clone())
+        .map_err(|e| BindError::Webhooks(e.to_string()))?;
+    let state = AppState::new(core, Arc::from(base.as_str()), Arc::new(deliverer));
     let metrics_addr = match (state.config.metrics_listen, telemetry::metrics::install()) {
         (Some(addr), Some(handle)) => Some(
             telemetry::metrics::serve(addr, handle, state.shutdown.clone())
@@ -286,6 +291,10 @@ pub async fn bind_with_routes(
     state
         .tasks
         .spawn(devices::expiry_notices::notifier(state.core.clone()));
+    state.tasks.spawn(webhooks::deliver::worker(
+        state.core.clone(),
+        state.webhooks.clone(),
+    ));
     state.tasks.spawn(delegation::keys::keep_fresh(
         state.signing_keys.clone(),
         state.core.clone(),

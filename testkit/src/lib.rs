@@ -16,6 +16,7 @@ pub mod hostile;
 pub mod logs;
 pub mod metrics;
 pub mod raw_ws;
+pub mod receiver;
 pub mod server;
 pub mod tls;
 

@@ -26,6 +26,9 @@ pub enum AdminCommand {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Webhook endpoints: signed deliveries of the team's events (docs/webhooks.md).
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
     /// Pending pairing links: list them (the default), or void one before it is used.
     Pairings {
         #[command(subcommand)]
@@ -108,6 +111,49 @@ pub enum AuditCommand {
     Retention {
         /// Days (1 to 3660), or `default`.
         days: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Register an endpoint; its signing secret is printed once.
+    Add {
+        /// Where deliveries are POSTed (https://). (Not `url`: that names the
+        /// server, a flag every command takes.)
+        #[arg(value_name = "URL")]
+        endpoint: String,
+        /// Events to deliver, comma-separated (`latchkey admin webhooks events`).
+        #[arg(long, value_delimiter = ',', required = true)]
+        events: Vec<String>,
+        /// What it is for, shown in the list.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// The team's endpoints, with their status (never their secrets).
+    List,
+    /// The events an endpoint can follow.
+    Events,
+    /// Remove an endpoint.
+    Remove {
+        /// The endpoint's id (wh_…), or a unique prefix of it.
+        id: String,
+    },
+    /// The endpoint's last delivery attempts, newest first.
+    Deliveries {
+        /// The endpoint's id, or a unique prefix of it.
+        id: String,
+    },
+    /// Send one event to the endpoint again, now.
+    Redeliver {
+        /// The endpoint's id, or a unique prefix of it.
+        id: String,
+        /// The event's place in the trail (`seq` in its delivery or payload).
+        seq: i64,
+    },
+    /// Deliver again to an endpoint that was disabled, from where it stopped.
+    Enable {
+        /// The endpoint's id, or a unique prefix of it.
+        id: String,
     },
 }
 

@@ -166,6 +166,36 @@ mod tests {
         );
     }
 
+    /// An argument of a command that shares a global flag's id takes the global's
+    /// value (a positional `url` became the server URL): every argument has an
+    /// id of its own, but `login`'s `--url` and `--token`, which are the globals.
+    #[test]
+    fn no_argument_takes_a_global_flags_id() {
+        fn walk(cmd: &Command, globals: &[String], path: &str, clashes: &mut Vec<String>) {
+            for sub in cmd.get_subcommands() {
+                let here = format!("{path} {}", sub.get_name());
+                for arg in sub.get_arguments().filter(|a| !a.is_global_set()) {
+                    let id = arg.get_id().as_str();
+                    if globals.iter().any(|g| g == id) && here != "latchkey login" {
+                        clashes.push(format!("{here}: {id}"));
+                    }
+                }
+                walk(sub, globals, &here, clashes);
+            }
+        }
+        let mut cmd = command_with(|_| false, false);
+        cmd.build();
+        let globals: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| a.is_global_set())
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(globals.iter().any(|g| g == "url"), "{globals:?}");
+        let mut clashes = Vec::new();
+        walk(&cmd, &globals, "latchkey", &mut clashes);
+        assert!(clashes.is_empty(), "{}", clashes.join("\n"));
+    }
+
     #[test]
     fn a_flag_set_by_its_variable_is_not_asked_for() {
         let err = command_with(|v| v == "LATCHKEY_TOKEN", true)

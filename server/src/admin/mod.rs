@@ -13,6 +13,7 @@ mod members;
 mod pairings;
 mod policies;
 mod tokens;
+mod webhooks;
 
 use axum::Router;
 use axum::routing::{delete, get, post};
@@ -57,6 +58,20 @@ pub fn routes() -> Router<AppState> {
             post(members::create).get(members::list),
         )
         .route("/v1/admin/members/{id}", delete(members::remove))
+        .route(
+            "/v1/admin/webhooks",
+            post(webhooks::create).get(webhooks::list),
+        )
+        .route("/v1/admin/webhooks/{id}", delete(webhooks::remove))
+        .route(
+            "/v1/admin/webhooks/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/v1/admin/webhooks/{id}/redeliver",
+            post(webhooks::redeliver),
+        )
+        .route("/v1/admin/webhooks/{id}/enable", post(webhooks::enable))
         .route("/v1/me", get(me::whoami))
         .route("/v1/me/devices", get(me::devices))
         .route("/v1/me/devices/{id}", delete(me::revoke))

@@ -29,7 +29,12 @@ struct Agent {
 
 /// The agent socket's loop on a channel socket, for an agent token of the team.
 fn agent_socket(h: &Harness) -> Agent {
-    let state = AppState::new(h.core.clone(), Arc::from("ws://127.0.0.1:1"));
+    let deliverer = crate::webhooks::deliver::Deliverer::new(Default::default()).expect("client");
+    let state = AppState::new(
+        h.core.clone(),
+        Arc::from("ws://127.0.0.1:1"),
+        Arc::new(deliverer),
+    );
     let principal = Principal {
         tenant_id: h.device.tenant_id.clone(),
         token_id: "tok_agent".into(),

@@ -25,7 +25,9 @@ mod sql_batches;
 mod sql_pairings;
 mod sqlite;
 mod timed;
+mod timed_keeping;
 pub mod token_reads;
+pub mod webhooks;
 
 use async_trait::async_trait;
 
@@ -37,6 +39,7 @@ pub use expiry_notices::ExpiryNoticeStore;
 pub use members::MemberStore;
 pub use pending_pairings::{PendingPairingRecord, PendingPairingStore};
 pub use policies::{PolicyRows, PolicyStore};
+pub use webhooks::WebhookStore;
 
 /// Ids per query when sweeping grants: well under SQLite's 32,766 bound variables.
 pub const GRANT_BATCH: usize = 500;
@@ -171,6 +174,7 @@ pub trait Store:
     + AuditChainStore
     + AuditKeepingStore
     + ExpiryNoticeStore
+    + WebhookStore
     + Send
     + Sync
     + 'static

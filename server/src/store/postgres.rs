@@ -19,6 +19,7 @@ use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 use super::sql_pairings::impl_sql_pairings;
+use super::webhooks::{impl_sql_webhooks, webhook_columns};
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -73,6 +74,7 @@ impl PostgresStore {
 impl_sql_audit_chain!(PostgresStore);
 impl_sql_audit_keeping!(PostgresStore);
 impl_sql_expiry_notices!(PostgresStore);
+impl_sql_webhooks!(PostgresStore);
 impl_sql_batches!(PostgresStore);
 impl_sql_members!(PostgresStore);
 impl_sql_policies!(PostgresStore);

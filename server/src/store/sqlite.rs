@@ -19,6 +19,7 @@ use super::policies::impl_sql_policies;
 use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 use super::sql_pairings::impl_sql_pairings;
+use super::webhooks::{impl_sql_webhooks, webhook_columns};
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
@@ -119,6 +120,7 @@ fn suffixed(path: &Path, suffix: &str) -> std::path::PathBuf {
 impl_sql_audit_chain!(SqliteStore);
 impl_sql_audit_keeping!(SqliteStore);
 impl_sql_expiry_notices!(SqliteStore);
+impl_sql_webhooks!(SqliteStore);
 impl_sql_batches!(SqliteStore);
 impl_sql_members!(SqliteStore);
 impl_sql_policies!(SqliteStore);

@@ -1,0 +1,275 @@
+//! The team's webhook endpoints (docs/webhooks.md):
+//! - `POST /v1/admin/webhooks`: register one; its signing secret is answered once;
+//! - `GET /v1/admin/webhooks`, `DELETE /v1/admin/webhooks/{id}`;
+//! - `GET /v1/admin/webhooks/{id}/deliveries`: the last attempts;
+//! - `POST /v1/admin/webhooks/{id}/redeliver {"seq"}`: one event again, now;
+//! - `POST /v1/admin/webhooks/{id}/enable`: deliver again after it was disabled.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use latchkey_protocol::ErrorCode;
+use latchkey_protocol::webhooks::{
+    CreateWebhookRequest, EVENTS, MAX_DESCRIPTION_CHARS, MAX_ENDPOINTS_PER_TEAM, RedeliverRequest,
+    WebhookCreated, WebhookDeliveryList, WebhookDeliveryView, WebhookList, WebhookStatus,
+    WebhookView,
+};
+
+use crate::api_error::ApiError;
+use crate::app::AppState;
+use crate::audit::{Event, action};
+use crate::auth::principal::AdminPrincipal;
+use crate::clock::rfc3339;
+use crate::store::webhooks::{DeliveryRecord, WebhookRecord};
+use crate::webhooks::destination::check_url;
+
+type JsonBody<T> = Result<Json<T>, axum::extract::rejection::JsonRejection>;
+
+fn view(w: &WebhookRecord) -> WebhookView {
+    WebhookView {
+        id: w.id.clone(),
+        url: w.url.clone(),
+        events: w.events.split(' ').map(str::to_string).collect(),
+        description: w.description.clone(),
+        status: if w.disabled_at.is_some() {
+            WebhookStatus::Disabled
+        } else if w.failing_since.is_some() {
+            WebhookStatus::Failing
+        } else {
+            WebhookStatus::Active
+        },
+        created_at: rfc3339(w.created_at),
+        delivered_through: w.cursor_seq,
+        failing_since: w.failing_since.map(rfc3339),
+        disabled_at: w.disabled_at.map(rfc3339),
+    }
+}
+
+fn delivery_view(d: DeliveryRecord, tenant_id: &str) -> WebhookDeliveryView {
+    WebhookDeliveryView {
+        event_id: crate::webhooks::event_id(tenant_id, d.seq),
+        event_type: d.event_type,
+        seq: d.seq,
+        attempt: d.attempt,
+        at: rfc3339(d.at),
+        delivered: d.delivered,
+        status: d.status.and_then(|s| u16::try_from(s).ok()),
+        error: d.error,
+    }
+}
+
+/// The tenant's endpoint `id`; a malformed, foreign or unknown id is `not_found`.
+async fn endpoint(state: &AppState, tenant_id: &str, id: &str) -> Result<WebhookRecord, ApiError> {
+    if !crate::ids::WEBHOOK.holds(id) {
+        return Err(ApiError::not_found("webhook"));
+    }
+    state
+        .store
+        .get_webhook(tenant_id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("webhook"))
+}
+
+async fn audit(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    act: &'static str,
+    id: &str,
+    detail: Option<String>,
+) {
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: act,
+            target: format!("webhook:{id}"),
+            outcome: "ok",
+            detail,
+        })
+        .await;
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    body: JsonBody<CreateWebhookRequest>,
+) -> Result<(StatusCode, Json<WebhookCreated>), ApiError> {
+    let Json(req) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let allow_private = state.config.webhooks.allow_private_destinations;
+    let url = check_url(&req.url, allow_private)
+        .map_err(|m| ApiError::at_field(ErrorCode::InvalidParams, "url", m))?;
+    if req.events.is_empty() {
+        return Err(ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "events",
+            "events must name at least one event",
+        ));
+    }
+    if let Some(unknown) = req.events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
+        let shown = latchkey_protocol::text::clean(unknown, 64);
+        return Err(ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "events",
+            format!("{shown:?} is not an event; events: {}", EVENTS.join(", ")),
+        ));
+    }
+    let description = req
+        .description
+        .as_deref()
+        .map(|d| super::clean_name(d, "description", MAX_DESCRIPTION_CHARS))
+        .transpose()?;
+    let mut events: Vec<&str> = EVENTS
+        .iter()
+        .copied()
+        .filter(|e| req.events.iter().any(|r| r == e))
+        .collect();
+    events.dedup();
+    let secret = crate::webhooks::sign::new_secret();
+    let record = WebhookRecord {
+        id: crate::ids::WEBHOOK.mint(),
+        tenant_id: p.tenant_id.clone(),
+        url: url.to_string(),
+        events: events.join(" "),
+        description,
+        secret: secret.clone(),
+        created_at: state.clock.now_ms(),
+        cursor_seq: 0,
+        attempts: 0,
+        failing_since: None,
+        next_attempt_at: 0,
+        disabled_at: None,
+    };
+    if !state
+        .store
+        .create_webhook(&record, MAX_ENDPOINTS_PER_TEAM as i64)
+        .await?
+    {
+        return Err(ApiError::new(
+            ErrorCode::LimitReached,
+            format!("a team has at most {MAX_ENDPOINTS_PER_TEAM} webhook endpoints"),
+        ));
+    }
+    // Never the URL in the trail: it may carry the receiver's token.
+    audit(
+        &state,
+        &p,
+        action::WEBHOOK_CREATE,
+        &record.id,
+        Some(record.events.clone()),
+    )
+    .await;
+    let stored = endpoint(&state, &p.tenant_id, &record.id).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(WebhookCreated {
+            view: view(&stored),
+            secret,
+        }),
+    ))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+) -> Result<Json<WebhookList>, ApiError> {
+    let all = state.store.list_webhooks(&p.tenant_id).await?;
+    Ok(Json(WebhookList {
+        webhooks: all.iter().map(view).collect(),
+    }))
+}
+
+pub async fn remove(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<WebhookView>, ApiError> {
+    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    if !state.store.delete_webhook(&p.tenant_id, &id).await? {
+        return Err(ApiError::not_found("webhook"));
+    }
+    audit(&state, &p, action::WEBHOOK_DELETE, &id, None).await;
+    Ok(Json(view(&w)))
+}
+
+pub async fn deliveries(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<WebhookDeliveryList>, ApiError> {
+    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    let log = state
+        .store
+        .list_deliveries(&w.id, crate::store::webhooks::DELIVERIES_KEPT)
+        .await?;
+    Ok(Json(WebhookDeliveryList {
+        deliveries: log
+            .into_iter()
+            .map(|d| delivery_view(d, &w.tenant_id))
+            .collect(),
+    }))
+}
+
+pub async fn redeliver(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+    body: JsonBody<RedeliverRequest>,
+) -> Result<Json<WebhookDeliveryView>, ApiError> {
+    let Json(req) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    let page = state
+        .store
+        .audit_chain_page(&w.tenant_id, req.seq.saturating_sub(1), 1)
+        .await?;
+    let Some(row) = page
+        .into_iter()
+        .find(|r| r.seq == req.seq && w.follows(&r.event.action))
+    else {
+        return Err(ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "seq",
+            "seq must be the place of an event in the trail that the endpoint follows",
+        ));
+    };
+    let team = state
+        .team_names
+        .of(state.store.as_ref(), &w.tenant_id)
+        .await
+        .unwrap_or_default();
+    let now = state.clock.now_ms();
+    let attempt = state.webhooks.attempt(&w, &row, &team, now).await;
+    crate::webhooks::deliver::log(&state, &w, &row, 0, now, &attempt).await;
+    audit(
+        &state,
+        &p,
+        action::WEBHOOK_REDELIVER,
+        &id,
+        Some(format!("seq {}", row.seq)),
+    )
+    .await;
+    Ok(Json(WebhookDeliveryView {
+        event_id: crate::webhooks::event_id(&w.tenant_id, row.seq),
+        event_type: row.event.action,
+        seq: row.seq,
+        attempt: 0,
+        at: rfc3339(now),
+        delivered: attempt.delivered,
+        status: attempt.status,
+        error: attempt.error,
+    }))
+}
+
+pub async fn enable(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+) -> Result<Json<WebhookView>, ApiError> {
+    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    state
+        .store
+        .enable_webhook(&p.tenant_id, &w.id, state.clock.now_ms())
+        .await?;
+    audit(&state, &p, action::WEBHOOK_ENABLE, &id, None).await;
+    Ok(Json(view(&endpoint(&state, &p.tenant_id, &id).await?)))
+}
