@@ -129,6 +129,13 @@ async fn a_start_the_policy_asks_about_waits_for_the_person(backend: Backend) {
     })
     .await;
     assert!(pending, "the start shows as consent_pending");
+    assert!(
+        wait_until(DEADLINE, || async {
+            browser.count("tool.session_start") == 1
+        })
+        .await,
+        "the start reached the browser"
+    );
     // What the person is shown: the agent and its team, the purpose, the
     // capabilities; and how long they have.
     let params = start_params(&browser, 0);

@@ -162,10 +162,9 @@ async fn start_session(
     // usual time to open the window.
     let mut deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);
     if asks {
-        session.set_consent_pending(true);
-        deadline += Duration::from_millis(CONSENT_TIMEOUT_MS);
-        // The person is asked now; whether they agreed is in `session.start`
-        // (or `policy.deny consent_denied`).
+        // The person is about to be asked; whether they agreed is in
+        // `session.start` (or `policy.deny consent_denied`). Queued before the
+        // session shows as waiting for them, so the start goes out at once after.
         state
             .audit
             .queue(crate::audit::Event {
@@ -177,6 +176,8 @@ async fn start_session(
                 detail: Some(format!("device:{}", session.device_id)),
             })
             .await;
+        session.set_consent_pending(true);
+        deadline += Duration::from_millis(CONSENT_TIMEOUT_MS);
     }
     // Run detached from the caller: if the agent goes away mid-start, the start still
     // settles (and an orphaned session is reaped when idle) instead of leaking a window.
