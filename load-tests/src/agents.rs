@@ -97,8 +97,8 @@ impl LoopResult {
     }
 }
 
-/// Run every socket's loop and add their results up.
-async fn total(
+/// Run every loop (a socket's, a client's) and add their results up.
+pub async fn total(
     runs: impl IntoIterator<Item = impl std::future::Future<Output = anyhow::Result<LoopResult>>>,
     start: Instant,
 ) -> anyhow::Result<LoopResult> {

@@ -15,6 +15,7 @@ mod fleet;
 mod handshake;
 mod idle;
 mod latency;
+mod mcp_path;
 mod pairs;
 mod payload;
 mod policed;
@@ -90,6 +91,17 @@ enum Scenario {
         /// Navigations under a 20-pattern policy instead of echoes (docs/policy.md).
         #[arg(long)]
         policy: bool,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// The MCP path against the agent WebSocket: latency one call at a time,
+    /// and calls per server core with many in flight (docs/mcp.md).
+    Mcp {
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Seconds for the latency rounds, and again for the throughput point.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
         #[command(flatten)]
         out: Out,
     },
@@ -259,6 +271,15 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             throughput::print(&r);
             save(&out.out, &r.scenario, &r)
         }
+        Scenario::Mcp {
+            concurrency,
+            seconds,
+            out,
+        } => {
+            let r = mcp_path::run(concurrency, seconds).await?;
+            mcp_path::print(&r);
+            save(&out.out, "mcp", &r)
+        }
         Scenario::Payload {
             bytes,
             seconds,
@@ -354,6 +375,9 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = throughput::run(&[16], 1.0, 0, 150, true).await?;
     throughput::print(&r);
     save(out, "throughput-policy", &r)?;
+    let r = mcp_path::run(16, 1.0).await?;
+    mcp_path::print(&r);
+    save(out, "mcp", &r)?;
     let r = payload::run(&[256 << 10], 1.0).await?;
     payload::print(&r);
     save(out, "payload", &r)?;

@@ -116,6 +116,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::extension::routes())
         .merge(crate::admin::routes())
         .merge(crate::agent::routes())
+        .merge(crate::mcp::routes(&state))
         .route(
             "/v1/delegations",
             axum::routing::post(crate::delegation::mint::create).get(crate::delegation::mint::list),

@@ -195,6 +195,7 @@ pub struct Config {
     pub limits: Limits,
     pub audit: crate::audit_keeping::AuditConfig,
     pub webhooks: crate::webhooks::WebhooksConfig,
+    pub mcp: crate::mcp::McpConfig,
 }
 
 /// Where data lives when no directory is given: the user's data directory
@@ -224,6 +225,7 @@ impl Default for Config {
             limits: Limits::default(),
             audit: Default::default(),
             webhooks: Default::default(),
+            mcp: Default::default(),
         }
     }
 }
@@ -379,6 +381,7 @@ impl Config {
             .into_iter()
             .chain(self.audit.problems())
             .chain(self.webhooks.problems())
+            .chain(self.mcp.problems())
         {
             problem(p);
         }

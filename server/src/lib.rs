@@ -25,6 +25,7 @@ pub(crate) mod delegation;
 pub mod devices;
 pub mod extension;
 pub mod ids;
+pub mod mcp;
 /// Signing-key generation, for the operator's rotation and for tests.
 pub use delegation::keys as delegation_keys;
 pub(crate) mod failpoint;

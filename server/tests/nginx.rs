@@ -209,6 +209,54 @@ async fn latchkeyd_behind_nginx() {
         .expect("call");
     assert!(r.is_ok(), "{:?}", r.body);
 
+    // The MCP endpoint and the well-known documents through nginx.
+    let post = |token: Option<&str>, body: serde_json::Value| {
+        let mut request = http
+            .post(format!("{base}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let refused = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await
+    .expect("answer");
+    assert_eq!(refused.status(), 401);
+    let metadata_url = format!("https://localhost:{port}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        refused.headers()["www-authenticate"],
+        format!("Bearer resource_metadata=\"{metadata_url}\"").as_str()
+    );
+    let metadata: serde_json::Value = http
+        .get(&metadata_url)
+        .send()
+        .await
+        .expect("metadata")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        metadata["resource"],
+        format!("https://localhost:{port}/mcp")
+    );
+    let jwks = http
+        .get(format!("{base}/.well-known/jwks.json"))
+        .send()
+        .await
+        .expect("jwks");
+    assert_eq!(jwks.status(), 200);
+    let snapshot = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "browser_snapshot", "arguments": {}}});
+    let called = post(Some(&agent_token), snapshot).await.expect("answer");
+    assert_eq!(called.status(), 200);
+    let answer: serde_json::Value = called.json().await.expect("JSON-RPC");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+
     // Idle beyond nginx's (scaled) 3 s read timeout: heartbeats keep the socket
     // open. Another device's silent socket on the same proxy is cut, which proves
     // the timeout is live.

@@ -9,6 +9,7 @@
 pub mod capability;
 pub mod catalogue;
 pub mod failures;
+pub mod mcp;
 pub mod params;
 mod reading;
 pub mod reference;

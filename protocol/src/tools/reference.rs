@@ -30,7 +30,9 @@ pub fn markdown() -> String {
          deadline (`data.reason` `session_busy` while another call of the session runs),\n\
          `browser_disconnected`, `cancelled`, `user_aborted` after the person pressed Stop\n\
          (for methods that change the browser), and `unknown_method` from a browser that\n\
-         does not serve the method.\n\n",
+         does not serve the method.\n\n\
+         Through the remote MCP endpoint ([mcp.md](mcp.md)) each method is a tool of\n\
+         the name given beside it, taking the same params.\n\n",
     );
     for tool in TOOLS {
         section(&mut out, tool);
@@ -56,6 +58,9 @@ fn section(out: &mut String, tool: &Tool) {
     }
     if tool.session_lifecycle {
         facts.push("sent by the gateway only, through the session API".into());
+    }
+    if let Some(name) = super::mcp::mcp_name(tool.method) {
+        facts.push(format!("MCP tool `{name}`"));
     }
     let _ = writeln!(
         out,

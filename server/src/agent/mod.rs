@@ -3,7 +3,7 @@
 //! session is visible only to the token that opened it.
 
 mod answers;
-mod browsers;
+pub mod browsers;
 mod events;
 mod requests;
 mod sessions;

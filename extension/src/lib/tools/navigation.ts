@@ -31,11 +31,22 @@ interface Reached {
   error_text?: string;
 }
 
+/** `url` as the browser writes it (`https://a.test` → `https://a.test/`). */
+function normalised(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
+}
+
 /**
  * Resolve when the tab's main frame reaches `phase` (after `trigger` runs). Events
  * stamped before the trigger are late news of an earlier load (the Agent Window's
  * first about:blank, say) and are ignored; with `ownNavigation` the phases after
- * commit count only once the triggered navigation has committed.
+ * commit count only once the triggered navigation has committed. Given the
+ * `targetUrl` it was sent to, an abort of another URL before our commit is the
+ * earlier navigation ours replaced, and is not our failure.
  */
 export function waitForPhase(
   tabId: number,
@@ -45,6 +56,7 @@ export function waitForPhase(
   trigger: () => Promise<unknown>,
   ownNavigation = true,
   alreadyThere?: () => Promise<boolean>,
+  targetUrl?: string,
 ): Promise<Reached> {
   return new Promise((resolve, reject) => {
     let done = false;
@@ -79,8 +91,14 @@ export function waitForPhase(
     const onCommitted = (d: Nav) => main(d) && reached('commit');
     const onDom = (d: Nav) => main(d) && reached('domcontentloaded');
     const onCompleted = (d: Nav) => main(d) && reached('load');
-    const onError = (d: Nav & { error: string }) => {
-      if (main(d)) finish(new ToolError('cdp_failed', `Page.navigate rejected: ${d.error}`));
+    const wanted = targetUrl === undefined ? undefined : normalised(targetUrl);
+    const onError = (d: Nav & { error: string; url?: string }) => {
+      if (!main(d)) return;
+      // Our navigation aborts the one the tab was still making (the Agent
+      // Window's own page loading when a navigate follows session_start at
+      // once): that abort is the earlier navigation's, not ours.
+      const superseded = !committed && wanted !== undefined && d.error === 'net::ERR_ABORTED' && d.url !== undefined && normalised(d.url) !== wanted;
+      if (!superseded) finish(new ToolError('cdp_failed', `Page.navigate rejected: ${d.error}`));
     };
     const onAbort = () => finish(new ToolError('cancelled', 'rpc aborted by daemon cancel'));
     const timer = setTimeout(() => finish({ reached: 'timeout', error_text: `${phase} not reached within ${timeoutMs} ms` }), timeoutMs);
@@ -117,7 +135,7 @@ export async function navigate(p: Params, sessions: Sessions, signal: AbortSigna
   const tab = await scopedTab(p, session, sessions);
   checkpoint(signal);
   const tabId = tab.id as number;
-  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, () => browser.tabs.update(tabId, { url }));
+  const r = await waitForPhase(tabId, phase, timeoutOf(p, 30_000), signal, () => browser.tabs.update(tabId, { url }), true, undefined, url);
   const after = await browser.tabs.get(tabId);
   return { tab_id: tabId, url, ...(after.url ? { final_url: after.url } : {}), ...r };
 }

@@ -1,0 +1,116 @@
+// The remote MCP endpoint in real headless Chromium with the extension paired: the
+// runnable examples in examples/ (the official TypeScript SDK, which speaks MCP
+// 2025-11-25, and the official Python SDK, which speaks 2026-07-28) each list
+// browsers, open a local page, snapshot it, type and click by ref, and save a
+// screenshot; the TypeScript SDK also reads the tool list and a tool error.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { pairThroughPopup, startStack } from './harness.mjs';
+
+const run = promisify(execFile);
+const EXTENSION = resolve(import.meta.dirname, '..');
+const EXAMPLES = resolve(EXTENSION, '..', 'examples');
+const PYTHON = process.env.LATCHKEY_EXAMPLE_PYTHON ?? 'python3';
+
+let stack;
+let mcpUrl;
+let token;
+
+before(async () => {
+  stack = await startStack('latchkey-e2e-mcp-');
+  await pairThroughPopup(stack.daemon, stack.popup);
+  mcpUrl = `${stack.daemon.url}/mcp`;
+  token = stack.agentEnv.LATCHKEY_TOKEN;
+});
+
+after(async () => {
+  await stack?.close();
+});
+
+/** Width and height from a PNG's IHDR chunk, after checking its signature. */
+function pngSize(bytes) {
+  assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
+  return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+}
+
+/** Run an example agent; its stdout is one JSON object. */
+async function runExample(file, args) {
+  const env = { ...process.env, LATCHKEY_MCP_URL: mcpUrl, LATCHKEY_TOKEN: token };
+  const { stdout } = await run(file, args, { env, timeout: 120_000 });
+  assert.ok(!stdout.includes(token), 'the token is never printed');
+  return JSON.parse(stdout);
+}
+
+test('the TypeScript example signs in through MCP 2025-11-25', async () => {
+  // Compiled where Node finds the extension's SDK and TypeScript: the example
+  // type-checks as a user's `npm start` would check it.
+  const dir = join(EXTENSION, '.output', 'example-ts');
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  for (const f of ['agent.ts', 'tsconfig.json']) await copyFile(join(EXAMPLES, 'typescript', f), join(dir, f));
+  await run(process.execPath, [join(EXTENSION, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]);
+  const shot = join(stack.dataDir, 'ts.png');
+  const done = await runExample(process.execPath, [
+    join(dir, 'dist', 'agent.js'),
+    `${stack.site.base}/login`,
+    '--type', 'Email=ann@example.com',
+    '--type', 'Password=correct horse',
+    '--click', 'Sign in',
+    '--screenshot', shot,
+  ]);
+  assert.equal(done.protocol, '2025-11-25');
+  assert.equal(done.browsers.length, 1);
+  assert.equal(done.browsers[0].online, true);
+  assert.ok(done.refs >= 3, `refs: ${done.refs}`);
+  assert.match(done.after, /Signed in as ann@example\.com/);
+  assert.ok(!done.after.includes('correct horse'), 'a password is never in a snapshot');
+  assert.equal(done.screenshot.mime_type, 'image/png');
+  const { width, height } = pngSize(await readFile(shot));
+  assert.ok(width > 100 && height > 100, `${width}×${height}`);
+});
+
+test('the Python example follows a link through MCP 2026-07-28', async () => {
+  const shot = join(stack.dataDir, 'py.png');
+  const done = await runExample(PYTHON, [
+    join(EXAMPLES, 'python', 'latchkey_agent.py'),
+    `${stack.site.base}/a`,
+    '--click', 'to B',
+    '--screenshot', shot,
+  ]);
+  assert.equal(done.protocol, '2026-07-28');
+  assert.equal(done.browsers[0].online, true);
+  assert.match(done.after, /Bravo content/);
+  assert.equal(done.screenshot.mime_type, 'image/png');
+  const { width, height } = pngSize(await readFile(shot));
+  assert.ok(width > 100 && height > 100, `${width}×${height}`);
+});
+
+test('tools carry the catalogue’s schemas and hints; a stale ref is an actionable tool error', async () => {
+  const client = new Client({ name: 'e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  }));
+  try {
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    assert.equal(byName.get('browser_snapshot').annotations.readOnlyHint, true);
+    assert.equal(byName.get('browser_click').annotations.destructiveHint, true);
+    assert.deepEqual(byName.get('browser_navigate').inputSchema.required, ['url']);
+    await client.callTool({ name: 'browser_navigate', arguments: { url: `${stack.site.base}/a` } });
+    const stale = await client.callTool({ name: 'browser_click', arguments: { ref: 'e999' } });
+    assert.equal(stale.isError, true);
+    const said = stale.content.map((b) => b.text).join('\n');
+    assert.match(said, /^not_found \(ref_not_found\)/);
+    assert.match(said, /stale ref: call browser_snapshot again/);
+    await client.callTool({ name: 'browser_close', arguments: {} });
+  } finally {
+    await client.close();
+  }
+});

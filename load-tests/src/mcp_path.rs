@@ -1,0 +1,291 @@
+//! The MCP path against the agent WebSocket, on one latchkeyd in its own process
+//! (docs/mcp.md): the same small call (a navigation with ~200 B of params, which
+//! the catalogue judges on both paths) made through `/mcp` by the official Rust
+//! SDK's client and through the agent socket. One call at a time for latency, in
+//! alternating rounds; then `concurrency` calls in flight for throughput per server
+//! core, from the server's CPU time in /proc.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use latchkey_testkit::{McpClient, Revision};
+use serde_json::{Value, json};
+
+use crate::agents::{self, CallKind, LoopResult};
+use crate::procfs::{Machine, machine};
+use crate::stats::{Summary, ms, summarize};
+use crate::target::{Latchkeyd, ServerOptions};
+use crate::throughput::Point;
+
+/// Devices the calls are spread over, as in the throughput scenario.
+const DEVICES: usize = 8;
+/// Latency rounds; the two paths alternate round by round.
+const ROUNDS: usize = 10;
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct McpReport {
+    pub scenario: String,
+    pub machine: Machine,
+    pub seconds: f64,
+    /// One call at a time on the agent socket.
+    pub socket: Summary,
+    /// One call at a time through `/mcp`.
+    pub mcp: Summary,
+    /// One call at a time on the HTTP API (`POST /v1/sessions/{id}/calls`), for
+    /// what a request per call costs without MCP.
+    pub http: Summary,
+    /// MCP / agent socket.
+    pub p50_ratio: f64,
+    pub p99_ratio: f64,
+    pub points: Vec<Point>,
+    /// MCP / agent socket, calls per server core, at `concurrency`.
+    pub ratio_per_core: f64,
+}
+
+fn arguments() -> Value {
+    json!({ "url": crate::policed::URL, "pad": "x".repeat(150) })
+}
+
+/// Call `tool.navigate` on the HTTP API in every session, one call at a time each,
+/// for `duration`.
+async fn http_loop(
+    agent: &latchkey_testkit::FakeAgent,
+    sessions: &[String],
+    duration: Duration,
+) -> anyhow::Result<LoopResult> {
+    let start = Instant::now();
+    let end = start + duration;
+    let runs = sessions.iter().map(|session| async move {
+        let mut r = LoopResult::default();
+        while Instant::now() < end {
+            let sent = Instant::now();
+            let answer = agent.call(session, "tool.navigate", arguments()).await?;
+            r.latencies.push(sent.elapsed());
+            r.calls += 1;
+            if !answer.is_ok() {
+                r.errors += 1;
+                r.first_error.get_or_insert_with(|| answer.body.to_string());
+            }
+        }
+        anyhow::Ok(r)
+    });
+    agents::total(runs, start).await
+}
+
+/// Call `browser_navigate` on every client, one call at a time each, for `duration`.
+async fn mcp_loop(clients: &[McpClient], duration: Duration) -> anyhow::Result<LoopResult> {
+    let start = Instant::now();
+    let end = start + duration;
+    let runs = clients.iter().map(|client| async move {
+        let mut r = LoopResult::default();
+        while Instant::now() < end {
+            let sent = Instant::now();
+            let answer = client.call("browser_navigate", arguments()).await?;
+            r.latencies.push(sent.elapsed());
+            r.calls += 1;
+            if answer.is_error == Some(true) {
+                r.errors += 1;
+                r.first_error
+                    .get_or_insert_with(|| latchkey_testkit::mcp::text(&answer));
+            }
+        }
+        anyhow::Ok(r)
+    });
+    agents::total(runs, start).await
+}
+
+/// A measured point; `target` names the path.
+fn point(path: &str, concurrency: usize, r: LoopResult, cpu: f64) -> Point {
+    Point {
+        target: path.to_string(),
+        concurrency,
+        calls: r.calls,
+        errors: r.errors,
+        first_error: r.first_error,
+        calls_per_sec: r.calls as f64 / r.elapsed.as_secs_f64().max(f64::EPSILON),
+        server_cpu_secs: cpu,
+        calls_per_server_core: r.calls as f64 / cpu.max(0.01),
+        latency: summarize(r.latencies),
+    }
+}
+
+pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> {
+    let concurrency = concurrency.max(1);
+    let server = Latchkeyd::start(&ServerOptions {
+        tls: false,
+        devices: DEVICES,
+        calls_in_flight_per_device: 64,
+    })
+    .await?;
+    let sample = server.sampler();
+    let mut pairs =
+        crate::pairs::on_latchkeyd(&server, DEVICES, concurrency.div_ceil(DEVICES), 0).await?;
+
+    // One MCP client per call in flight, each with its own session key, so each
+    // has its own session; spread over the devices as the sockets' sessions are.
+    let agent = server.new_agent().await?;
+    let url = format!("{}/mcp", server.http_base);
+    let mut clients = Vec::with_capacity(concurrency);
+    for i in 0..concurrency {
+        let key = format!("load-{i}");
+        clients
+            .push(McpClient::connect(&url, &agent.token, Revision::Stateless, Some(&key)).await?);
+    }
+    let listed = clients[0].call("browser_list", json!({})).await?;
+    let devices: Vec<String> = listed
+        .structured_content
+        .as_ref()
+        .and_then(|v| v["browsers"].as_array().cloned())
+        .context("browser_list answered no list")?
+        .iter()
+        .filter_map(|b| b["id"].as_str().map(str::to_string))
+        .collect();
+    if devices.len() != DEVICES {
+        bail!("{} browsers listed, {DEVICES} paired", devices.len());
+    }
+    for (i, client) in clients.iter().enumerate() {
+        let picked = client
+            .call(
+                "browser_select",
+                json!({ "browser_id": devices[i % DEVICES] }),
+            )
+            .await?;
+        if picked.is_error == Some(true) {
+            bail!("browser_select: {}", latchkey_testkit::mcp::text(&picked));
+        }
+    }
+
+    // Latency: one call at a time, alternating rounds.
+    let http_session = agent.start(Some(&devices[0])).await?.id;
+    let round = Duration::from_secs_f64(seconds / ROUNDS as f64);
+    let (mut socket, mut mcp) = (LoopResult::default(), LoopResult::default());
+    let mut http = Vec::new();
+    for _ in 0..ROUNDS {
+        socket.then(
+            agents::closed_loop(&mut pairs.agents[..1], 1, round, 150, CallKind::Navigate).await?,
+        );
+        mcp.then(mcp_loop(&clients[..1], round).await?);
+        let end = Instant::now() + round;
+        while Instant::now() < end {
+            let sent = Instant::now();
+            let r = agent
+                .call(&http_session, "tool.navigate", arguments())
+                .await?;
+            if !r.is_ok() {
+                bail!("HTTP call failed: {:?}", r.body);
+            }
+            http.push(sent.elapsed());
+        }
+    }
+    if socket.errors + mcp.errors > 0 {
+        bail!(
+            "calls failed: {:?} {:?}",
+            socket.first_error,
+            mcp.first_error
+        );
+    }
+    let (socket, mcp, http) = (
+        summarize(socket.latencies),
+        summarize(mcp.latencies),
+        summarize(http),
+    );
+
+    // Throughput: `concurrency` calls in flight on each path, warmed up first.
+    let in_flight = concurrency.div_ceil(DEVICES);
+    let duration = Duration::from_secs_f64(seconds);
+    agents::closed_loop(
+        &mut pairs.agents,
+        in_flight,
+        duration / 10,
+        150,
+        CallKind::Navigate,
+    )
+    .await?;
+    mcp_loop(&clients, duration / 10).await?;
+    let before = sample()?.cpu_secs;
+    let r = agents::closed_loop(
+        &mut pairs.agents,
+        in_flight,
+        duration,
+        150,
+        CallKind::Navigate,
+    )
+    .await?;
+    let socket_point = point(
+        "agent WS",
+        DEVICES * in_flight,
+        r,
+        sample()?.cpu_secs - before,
+    );
+    let http_sessions: Vec<String> = {
+        let mut opened = Vec::with_capacity(concurrency);
+        for i in 0..concurrency {
+            opened.push(agent.start(Some(&devices[i % DEVICES])).await?.id);
+        }
+        opened
+    };
+    http_loop(&agent, &http_sessions, duration / 10).await?;
+    let before = sample()?.cpu_secs;
+    let r = http_loop(&agent, &http_sessions, duration).await?;
+    let http_point = point("HTTP API", concurrency, r, sample()?.cpu_secs - before);
+    let before = sample()?.cpu_secs;
+    let r = mcp_loop(&clients, duration).await?;
+    let mcp_point = point("MCP", concurrency, r, sample()?.cpu_secs - before);
+
+    for client in clients {
+        client.close().await?;
+    }
+    pairs.stop().await;
+    server.stop().await;
+    Ok(McpReport {
+        scenario: "mcp".to_string(),
+        machine: machine(),
+        seconds,
+        p50_ratio: mcp.p50_us as f64 / socket.p50_us.max(1) as f64,
+        p99_ratio: mcp.p99_us as f64 / socket.p99_us.max(1) as f64,
+        socket,
+        mcp,
+        http,
+        ratio_per_core: mcp_point.calls_per_server_core
+            / socket_point.calls_per_server_core.max(1.0),
+        points: vec![socket_point, http_point, mcp_point],
+    })
+}
+
+pub fn print(r: &McpReport) {
+    println!("MCP against the agent WebSocket: navigations, ~200 B params");
+    println!("path       p50       p99       p999      (one call at a time)");
+    for (name, s) in [
+        ("agent WS", &r.socket),
+        ("HTTP API", &r.http),
+        ("MCP", &r.mcp),
+    ] {
+        println!(
+            "{name:<10} {:<9} {:<9} {}",
+            ms(s.p50_us),
+            ms(s.p99_us),
+            ms(s.p999_us)
+        );
+    }
+    println!("path       conc  calls/s    server CPU s  calls/core-s  p50       p99       errors");
+    for p in &r.points {
+        println!(
+            "{:<10} {:<5} {:<10.0} {:<13.2} {:<13.0} {:<9} {:<9} {}",
+            p.target,
+            p.concurrency,
+            p.calls_per_sec,
+            p.server_cpu_secs,
+            p.calls_per_server_core,
+            ms(p.latency.p50_us),
+            ms(p.latency.p99_us),
+            p.errors
+        );
+        if let Some(e) = &p.first_error {
+            println!("first error on {}: {e}", p.target);
+        }
+    }
+    println!(
+        "MCP / agent WS: p50 {:.2}x, p99 {:.2}x, {:.2}x per server core",
+        r.p50_ratio, r.p99_ratio, r.ratio_per_core
+    );
+}

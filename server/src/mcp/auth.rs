@@ -1,0 +1,94 @@
+//! Who is calling `/mcp`: the agent principal of the REST API, resolved before the
+//! MCP SDK sees the request, and the RFC 9728 metadata a refused client is pointed
+//! at (docs/mcp.md, "Authentication").
+
+use axum::Json;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::{METADATA_PATH, PATH, http_base};
+use crate::app::AppState;
+use crate::auth::principal::AgentPrincipal;
+
+/// Every request to `/mcp` names its bearer token, agent or delegation, each time:
+/// a token revoked mid-conversation is refused at its next request. The principal
+/// rides in the request's extensions, which the SDK hands to the tool handler.
+/// Each request is charged to the agent rate limits like a REST request.
+pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    match AgentPrincipal::from_request_parts(&mut parts, &state).await {
+        Ok(AgentPrincipal(principal)) => {
+            parts.extensions.insert(principal);
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            if response.status() == StatusCode::UNAUTHORIZED {
+                let challenge = format!(
+                    "Bearer resource_metadata=\"{}\"",
+                    metadata_url(&state.public_base)
+                );
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    response
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, value);
+                }
+            }
+            response
+        }
+    }
+}
+
+/// Where the metadata of `/mcp` is (RFC 9728 §3.1: the well-known prefix inserted
+/// before the resource's path).
+fn metadata_url(public_base: &str) -> String {
+    let base = url::Url::parse(&http_base(public_base)).ok();
+    match base {
+        Some(url) => {
+            let origin = url.origin().ascii_serialization();
+            let prefix = url.path().trim_end_matches('/');
+            format!("{origin}{METADATA_PATH}{prefix}{PATH}")
+        }
+        None => format!("{METADATA_PATH}{PATH}"),
+    }
+}
+
+/// The protected-resource metadata document: what the resource is, that tokens go
+/// in the `Authorization` header, and the authorization servers the operator named.
+pub fn metadata(state: &AppState) -> Value {
+    let mut doc = json!({
+        "resource": format!("{}{PATH}", http_base(&state.public_base)),
+        "resource_name": format!("{} MCP", state.config.service_name),
+        "bearer_methods_supported": ["header"],
+    });
+    let servers = &state.config.mcp.authorization_servers;
+    if !servers.is_empty() {
+        doc["authorization_servers"] = json!(servers);
+    }
+    doc
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`.
+pub async fn resource_metadata(State(state): State<AppState>) -> Json<Value> {
+    Json(metadata(&state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_url_inserts_the_well_known_prefix() {
+        assert_eq!(
+            metadata_url("wss://gw.example/lk"),
+            "https://gw.example/.well-known/oauth-protected-resource/lk/mcp"
+        );
+        assert_eq!(
+            metadata_url("ws://127.0.0.1:4000"),
+            "http://127.0.0.1:4000/.well-known/oauth-protected-resource/mcp"
+        );
+    }
+}

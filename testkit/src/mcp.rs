@@ -1,0 +1,113 @@
+//! [`McpClient`]: the official Rust MCP SDK's client on `/mcp` of a real gateway,
+//! speaking either protocol revision, with an agent's bearer token.
+
+use std::collections::HashMap;
+
+use anyhow::Context as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProtocolVersion, Tool};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
+use serde_json::Value;
+
+pub use rmcp;
+
+/// Which MCP revision the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revision {
+    /// 2026-07-28: `server/discover`, every request self-contained.
+    Stateless,
+    /// 2025-11-25: the `initialize` handshake.
+    Initialize,
+}
+
+/// A connected MCP client.
+pub struct McpClient {
+    service: RunningService<RoleClient, ()>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient").finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// Connect to `url` (`http://…/mcp`) as `token`, with an optional
+    /// `Latchkey-Session-Key`.
+    pub async fn connect(
+        url: &str,
+        token: &str,
+        revision: Revision,
+        session_key: Option<&str>,
+    ) -> anyhow::Result<McpClient> {
+        let mut config =
+            StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
+        if let Some(key) = session_key {
+            let mut headers = HashMap::new();
+            headers.insert(
+                reqwest::header::HeaderName::from_static("latchkey-session-key"),
+                reqwest::header::HeaderValue::from_str(key)?,
+            );
+            config = config.custom_headers(headers);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let lifecycle = match revision {
+            Revision::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Revision::Initialize => ClientLifecycleMode::Initialize,
+        };
+        let service =
+            ().serve_with_lifecycle(transport, lifecycle)
+                .await
+                .context("MCP client did not connect")?;
+        Ok(McpClient { service })
+    }
+
+    /// The revision the two sides agreed on.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.service
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
+    }
+
+    /// Every tool the server lists.
+    pub async fn tools(&self) -> anyhow::Result<Vec<Tool>> {
+        Ok(self.service.list_all_tools().await?)
+    }
+
+    /// Call `name` with `args` (an object, or null for none).
+    pub async fn call(&self, name: &str, args: Value) -> anyhow::Result<CallToolResult> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        Ok(self.service.call_tool(params).await?)
+    }
+
+    /// End the client.
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.service.cancel().await?;
+        Ok(())
+    }
+}
+
+/// The text blocks of a result, joined by newlines.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|b| b.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first image block's base64 data and MIME type.
+pub fn image(result: &CallToolResult) -> Option<(String, String)> {
+    result.content.iter().find_map(|b| match b {
+        ContentBlock::Image(i) => Some((i.data.clone(), i.mime_type.clone())),
+        _ => None,
+    })
+}
