@@ -92,7 +92,7 @@ test('the Python example follows a link through MCP 2026-07-28', async () => {
   assert.ok(width > 100 && height > 100, `${width}×${height}`);
 });
 
-test('tools carry the catalogue’s schemas and hints; a stale ref is an actionable tool error', async () => {
+test('tools carry the catalogue’s schemas and hints, the skill is a resource, a stale ref is an actionable tool error', async () => {
   const client = new Client({ name: 'e2e', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
@@ -103,6 +103,11 @@ test('tools carry the catalogue’s schemas and hints; a stale ref is an actiona
     assert.equal(byName.get('browser_snapshot').annotations.readOnlyHint, true);
     assert.equal(byName.get('browser_click').annotations.destructiveHint, true);
     assert.deepEqual(byName.get('browser_navigate').inputSchema.required, ['url']);
+    // The skill is served as a resource, read as committed.
+    const { resources } = await client.listResources();
+    assert.deepEqual(resources.map((r) => r.uri), ['skill://latchkey/SKILL.md']);
+    const read = await client.readResource({ uri: 'skill://latchkey/SKILL.md' });
+    assert.equal(read.contents[0].text, await readFile(join(EXTENSION, '..', 'skills', 'latchkey', 'SKILL.md'), 'utf8'));
     await client.callTool({ name: 'browser_navigate', arguments: { url: `${stack.site.base}/a` } });
     const stale = await client.callTool({ name: 'browser_click', arguments: { ref: 'e999' } });
     assert.equal(stale.isError, true);

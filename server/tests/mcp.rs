@@ -98,6 +98,17 @@ backend_tests!(
                 assert!(names.iter().any(|n| n == name), "{name} listed");
             }
 
+            // The skill, as a resource and through the Skills extension.
+            let skill = mcp
+                .read_text("skill://latchkey/SKILL.md")
+                .await
+                .expect("the skill");
+            assert_eq!(skill, include_str!("../../skills/latchkey/SKILL.md"));
+            if revision == Revision::Stateless {
+                let skills = mcp.skills().await.expect("skills/list");
+                assert_eq!(skills, ["skill://latchkey/SKILL.md"]);
+            }
+
             let list = mcp
                 .call("browser_list", json!({}))
                 .await
@@ -354,4 +365,65 @@ async fn a_policy_refusal_is_a_tool_error_naming_the_rule_and_a_persons_stop_is_
         text(&after)
     );
     assert_eq!(browser.count("tool.session_start"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cap_holds_across_session_keys() {
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| l.max_sessions_per_token = 1)
+        .start()
+        .await
+        .expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (_device, browser) = server.new_browser(page_script()).await.expect("browser");
+    let url = mcp_url(&server);
+    let first = McpClient::connect(&url, &agent.token, Revision::Stateless, Some("one"))
+        .await
+        .expect("first client");
+    let second = McpClient::connect(&url, &agent.token, Revision::Stateless, Some("two"))
+        .await
+        .expect("second client");
+    let ok = first
+        .call("browser_snapshot", json!({}))
+        .await
+        .expect("answer");
+    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    let capped = second
+        .call("browser_snapshot", json!({}))
+        .await
+        .expect("answer");
+    assert_eq!(capped.is_error, Some(true));
+    assert!(
+        text(&capped).starts_with("limit_reached (sessions_per_token)"),
+        "{}",
+        text(&capped)
+    );
+    assert_eq!(browser.count("tool.session_start"), 1);
+    // Once the first client lets its session go, the second may open one.
+    first.call("browser_close", json!({})).await.expect("close");
+    let now = second
+        .call("browser_snapshot", json!({}))
+        .await
+        .expect("answer");
+    assert_eq!(now.is_error, Some(false), "{}", text(&now));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_cancels_its_call_on_the_browser() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (_device, browser) = server
+        .new_browser(latchkey_testkit::browser::never_answers("tool.click"))
+        .await
+        .expect("browser");
+    let mcp = client(&server, &agent.token, Revision::Stateless).await;
+    let pending =
+        tokio::spawn(async move { mcp.call("browser_click", json!({"ref": "e1"})).await });
+    assert!(received(&browser, "tool.click", 1).await);
+    pending.abort();
+    assert!(
+        received(&browser, "cancel", 1).await,
+        "the browser is told to stop: {:?}",
+        browser.received_methods()
+    );
 }

@@ -78,6 +78,25 @@ impl McpClient {
         Ok(self.service.list_all_tools().await?)
     }
 
+    /// The text of the resource at `uri`, from `resources/read`.
+    pub async fn read_text(&self, uri: &str) -> anyhow::Result<String> {
+        let read = self
+            .service
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+            .await?;
+        let text = read.contents.iter().find_map(|c| match c {
+            rmcp::model::ResourceContents::TextResourceContents { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        text.context("the resource has no text")
+    }
+
+    /// The URIs of the skills the server lists (`skills/list`).
+    pub async fn skills(&self) -> anyhow::Result<Vec<String>> {
+        let listed = self.service.list_skills(None).await?;
+        Ok(listed.skills.into_iter().map(|s| s.uri).collect())
+    }
+
     /// Call `name` with `args` (an object, or null for none).
     pub async fn call(&self, name: &str, args: Value) -> anyhow::Result<CallToolResult> {
         let mut params = CallToolRequestParams::new(name.to_string());

@@ -8,6 +8,7 @@
 
 pub mod capability;
 pub mod catalogue;
+pub mod examples;
 pub mod failures;
 pub mod mcp;
 pub mod params;

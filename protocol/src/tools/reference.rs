@@ -32,7 +32,10 @@ pub fn markdown() -> String {
          (for methods that change the browser), and `unknown_method` from a browser that\n\
          does not serve the method.\n\n\
          Through the remote MCP endpoint ([mcp.md](mcp.md)) each method is a tool of\n\
-         the name given beside it, taking the same params.\n\n",
+         the name given beside it, taking the same params.\n\n\
+         Each method's example is the request an agent sends on the agent WebSocket or in\n\
+         `POST /v1/sessions/{id}/calls`; through MCP, the `params` object is the tool's\n\
+         arguments. Every example passes the gateway's own check of the params.\n\n",
     );
     for tool in TOOLS {
         section(&mut out, tool);
@@ -68,6 +71,13 @@ fn section(out: &mut String, tool: &Tool) {
         capitalised(tool.summary),
         facts.join(" · ")
     );
+    if let Some(params) = super::examples::example(tool.method) {
+        let _ = writeln!(
+            out,
+            "```json\n{{\"method\": \"{}\", \"params\": {params}}}\n```\n",
+            tool.method
+        );
+    }
     fields(out, "param", &tool.params_schema());
     fields(out, "result field", &tool.result_schema());
     let failures = failures::of(tool.method);

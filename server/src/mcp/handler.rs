@@ -7,8 +7,10 @@ use axum::http::request::Parts;
 use latchkey_protocol::tools::mcp::mcp_tool;
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -17,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::choices::{Caller, Choices, MAX_KEY_CHARS};
 use super::listing::{self, BROWSER_CLOSE, BROWSER_LIST, BROWSER_SELECT};
-use super::{SESSION_KEY_HEADER, answers};
+use super::{SESSION_KEY_HEADER, answers, skill};
 use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::core_error::CoreError;
@@ -183,7 +185,12 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<(Principal, Caller)
 
 impl ServerHandler for LatchkeyMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_skills()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("latchkey", env!("CARGO_PKG_VERSION")))
             .with_instructions(listing::INSTRUCTIONS)
     }
@@ -194,6 +201,38 @@ impl ServerHandler for LatchkeyMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(skill::list_resources())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        skill::read_resource(&request.uri).map(ReadResourceResult::into)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        Ok(skill::list_skills())
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        skill::get_skill(&request.uri)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -11,6 +11,7 @@ mod auth;
 mod choices;
 mod handler;
 mod listing;
+mod skill;
 
 use std::sync::Arc;
 
