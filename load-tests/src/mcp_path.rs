@@ -47,24 +47,26 @@ fn arguments() -> Value {
 }
 
 /// Call `tool.navigate` on the HTTP API in every session, one call at a time each,
-/// for `duration`.
-async fn http_loop(
-    agent: &latchkey_testkit::FakeAgent,
-    sessions: &[String],
+/// Run `call` on every caller, one call at a time each, for `duration`. A call
+/// answers `Some(text)` when it failed.
+async fn call_loops<T>(
+    callers: &[T],
     duration: Duration,
+    call: impl AsyncFn(&T) -> anyhow::Result<Option<String>>,
 ) -> anyhow::Result<LoopResult> {
     let start = Instant::now();
     let end = start + duration;
-    let runs = sessions.iter().map(|session| async move {
+    let call = &call;
+    let runs = callers.iter().map(|caller| async move {
         let mut r = LoopResult::default();
         while Instant::now() < end {
             let sent = Instant::now();
-            let answer = agent.call(session, "tool.navigate", arguments()).await?;
+            let failed = call(caller).await?;
             r.latencies.push(sent.elapsed());
             r.calls += 1;
-            if !answer.is_ok() {
+            if let Some(text) = failed {
                 r.errors += 1;
-                r.first_error.get_or_insert_with(|| answer.body.to_string());
+                r.first_error.get_or_insert(text);
             }
         }
         anyhow::Ok(r)
@@ -72,26 +74,26 @@ async fn http_loop(
     agents::total(runs, start).await
 }
 
-/// Call `browser_navigate` on every client, one call at a time each, for `duration`.
+/// `tool.navigate` on the HTTP API in every session.
+async fn http_loop(
+    agent: &latchkey_testkit::FakeAgent,
+    sessions: &[String],
+    duration: Duration,
+) -> anyhow::Result<LoopResult> {
+    call_loops(sessions, duration, async |session| {
+        let answer = agent.call(session, "tool.navigate", arguments()).await?;
+        Ok((!answer.is_ok()).then(|| answer.body.to_string()))
+    })
+    .await
+}
+
+/// `browser_navigate` through `/mcp` on every client.
 async fn mcp_loop(clients: &[McpClient], duration: Duration) -> anyhow::Result<LoopResult> {
-    let start = Instant::now();
-    let end = start + duration;
-    let runs = clients.iter().map(|client| async move {
-        let mut r = LoopResult::default();
-        while Instant::now() < end {
-            let sent = Instant::now();
-            let answer = client.call("browser_navigate", arguments()).await?;
-            r.latencies.push(sent.elapsed());
-            r.calls += 1;
-            if answer.is_error == Some(true) {
-                r.errors += 1;
-                r.first_error
-                    .get_or_insert_with(|| latchkey_testkit::mcp::text(&answer));
-            }
-        }
-        anyhow::Ok(r)
-    });
-    agents::total(runs, start).await
+    call_loops(clients, duration, async |client| {
+        let answer = client.call("browser_navigate", arguments()).await?;
+        Ok((answer.is_error == Some(true)).then(|| latchkey_testkit::mcp::text(&answer)))
+    })
+    .await
 }
 
 /// A measured point; `target` names the path.

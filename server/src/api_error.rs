@@ -76,6 +76,18 @@ impl From<crate::core_error::CoreError> for ApiError {
     }
 }
 
+/// The same refusal as a frame's or a tool result's error body (the agent socket,
+/// MCP): code, message and data unchanged.
+impl From<ApiError> for ErrorBody {
+    fn from(e: ApiError) -> Self {
+        ErrorBody {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {

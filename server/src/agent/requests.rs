@@ -225,11 +225,7 @@ async fn handle(
         "browser.list" => {
             let list = super::browsers::browser_list(state, p)
                 .await
-                .map_err(|e| ErrorBody {
-                    code: e.code,
-                    message: e.message,
-                    data: e.data,
-                })?;
+                .map_err(ErrorBody::from)?;
             Ok(to_value(&list))
         }
         "session.list" => Ok(to_value(&super::sessions::owned_sessions(state, p))),

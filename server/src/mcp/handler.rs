@@ -56,11 +56,7 @@ impl LatchkeyMcp {
             BROWSER_LIST => crate::agent::browsers::browser_list(&self.state, p)
                 .await
                 .map(|list| answers::structured(json!(list)))
-                .map_err(|e| ErrorBody {
-                    code: e.code,
-                    message: e.message,
-                    data: e.data,
-                }),
+                .map_err(ErrorBody::from),
             BROWSER_SELECT => {
                 let (browser_id, purpose) = select_args(&args)?;
                 self.choices
