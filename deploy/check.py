@@ -7,6 +7,7 @@
 - helm/latchkey: `helm lint --strict`, rendered with several value sets, every
   manifest validated against the Kubernetes schemas (kubernetes-validate, strict),
   and values.schema.json must refuse more than one replica.
+- docs/openapi.json: valid OpenAPI 3.1 (openapi-spec-validator).
 
 Exits non-zero on any finding.
 """
@@ -178,8 +179,24 @@ def grafana() -> None:
                 check(base in exported, f"grafana panel {panel.get('title')!r} queries unknown metric {name}")
 
 
+def openapi() -> None:
+    """docs/openapi.json, the document /openapi.json serves (a server test keeps
+    them equal), is valid OpenAPI 3.1: structure, every $ref resolved, unique
+    operation ids."""
+    from openapi_spec_validator import validate
+    from openapi_spec_validator.readers import read_from_filename
+
+    doc, _ = read_from_filename(str(ROOT / "docs" / "openapi.json"))
+    check(doc.get("openapi") == "3.1.0", "openapi.json: OpenAPI 3.1.0")
+    try:
+        validate(doc)
+    except Exception as e:  # noqa: BLE001 - any failure is a finding
+        finding(f"openapi.json: {type(e).__name__}: {str(e)[:300]}")
+
+
 def main() -> int:
     dockerfile()
+    openapi()
     grafana()
     compose()
     helm()

@@ -86,7 +86,7 @@ pub const MAX_REPORTED_HOST_CHARS: usize = 253;
 /// them (param `site_rules` of `tool.session_start`, and of
 /// `latchkey.session_rules`). Patterns are canonical (docs/policy.md, "Where"):
 /// the extension matches them exactly as `policy::sites::matches` does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SiteRules {
     /// Each layer's allow list: a host must match a pattern of every list.
     /// Empty: any host not blocked.
@@ -101,7 +101,7 @@ pub struct SiteRules {
 /// What the person is asked before a session starts (param `consent` of
 /// `tool.session_start`). Every string was cleaned by the gateway; the
 /// extension shows it as text, never as markup.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct ConsentRequest {
     /// The agent token's id: what a remembered allowance is keyed by.
     pub agent_id: String,
@@ -123,7 +123,7 @@ pub struct ConsentRequest {
 /// Who drives a session (param `agent` of `tool.session_start`, to an
 /// extension listing [`FEATURE_AGENT_INFO`]): what its banner and popup show.
 /// Every string was cleaned by the gateway; the extension shows it as text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SessionAgent {
     /// The agent token's id.
     pub agent_id: String,
@@ -139,7 +139,7 @@ pub struct SessionAgent {
 
 /// The device as the team knows it (`latchkey_device` of the handshake
 /// answer, to an extension listing [`FEATURE_AGENT_INFO`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DeviceInfo {
     /// Its name in the team's device list (the admin may have renamed it).
     pub label: String,
@@ -151,7 +151,7 @@ pub struct DeviceInfo {
 
 /// How the person let a session in (`consent` in `tool.session_start`'s
 /// result, when the start asked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsentGiven {
     /// Allowed this once.
@@ -193,7 +193,7 @@ impl SiteRules {
 }
 
 /// Payload of `latchkey.site_blocked`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SiteBlocked {
     pub session_id: String,
     pub tab_id: i64,

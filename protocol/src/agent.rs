@@ -5,7 +5,7 @@ use serde_json::Value;
 use ts_rs::TS;
 
 /// A browser (device) as an agent sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct BrowserView {
     pub id: String,
     pub label: String,
@@ -25,13 +25,13 @@ pub struct BrowserView {
 }
 
 /// `GET /v1/browsers`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct BrowserList {
     pub browsers: Vec<BrowserView>,
 }
 
 /// `POST /v1/sessions`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartSessionRequest {
     /// Required when more than one browser is online.
@@ -63,7 +63,7 @@ pub struct StartSessionRequest {
 }
 
 /// A session as listed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SessionView {
     pub id: String,
     pub browser_id: String,
@@ -83,7 +83,7 @@ pub struct SessionView {
 }
 
 /// Where a session is in its life (docs/sessions.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionPhase {
     /// The browser is opening its Agent Window.
@@ -98,13 +98,15 @@ pub enum SessionPhase {
 }
 
 /// `GET /v1/sessions`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionView>,
 }
 
 /// A tab the extension could not give back when the session stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema, schemars::JsonSchema,
+)]
 pub struct ReturnFailure {
     pub tab_id: i64,
     pub code: String,
@@ -113,7 +115,7 @@ pub struct ReturnFailure {
 
 /// `DELETE /v1/sessions/{id}`. When `stopped` is false the session stays open (some
 /// borrowed tabs could not be returned) and the stop may be retried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct StopSessionResult {
     pub stopped: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -125,7 +127,7 @@ pub struct StopSessionResult {
 }
 
 /// `POST /v1/sessions/{id}/calls`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallRequest {
     /// A `tool.*` method.
@@ -142,14 +144,14 @@ pub struct CallRequest {
 }
 
 /// A successful call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct CallResult {
     #[ts(type = "unknown")]
     pub result: Value,
 }
 
 /// What happened to a session, on `GET /v1/sessions/{id}/events` and the agent socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
     /// The user closed the Agent Window; the session is gone.

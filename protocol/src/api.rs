@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// Role of an API token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Manages devices, tokens and pairings of its tenant; may also act as an agent.
@@ -36,7 +36,7 @@ impl Role {
 }
 
 /// `POST /v1/admin/pairings`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePairingRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,7 +53,7 @@ pub struct CreatePairingRequest {
 }
 
 /// A new pairing link. The secret in its fragment is shown only here, once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct PairingCreated {
     pub id: String,
     pub link: String,
@@ -62,7 +62,7 @@ pub struct PairingCreated {
 
 /// A pairing link not yet used: `GET /v1/admin/pairings` lists them, `DELETE
 /// /v1/admin/pairings/{id}` voids one. Never its secret.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct PendingPairingView {
     pub id: String,
     /// The label the device will get.
@@ -80,13 +80,13 @@ pub struct PendingPairingView {
 }
 
 /// `GET /v1/admin/pairings`: the team's unused, unexpired links, newest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct PairingList {
     pub pairings: Vec<PendingPairingView>,
 }
 
 /// Lifecycle state of a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceStatus {
     Active,
@@ -95,7 +95,7 @@ pub enum DeviceStatus {
 }
 
 /// A device as an admin sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DeviceView {
     pub id: String,
     pub label: String,
@@ -127,34 +127,34 @@ pub struct DeviceView {
 }
 
 /// `GET /v1/admin/devices`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DeviceList {
     pub devices: Vec<DeviceView>,
 }
 
 /// `PATCH /v1/admin/devices/{id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameDeviceRequest {
     pub label: String,
 }
 
 /// `POST /v1/admin/devices/{id}/forget`: the device is off the list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct ForgetResult {
     pub id: String,
     pub forgotten: bool,
 }
 
 /// `POST /v1/admin/devices/revoke-all`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct RevokeAllResult {
     pub revoked_devices: u64,
     pub voided_pairings: u64,
 }
 
 /// `POST /v1/admin/tokens`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTokenRequest {
     pub name: String,
@@ -172,7 +172,7 @@ pub struct CreateTokenRequest {
 }
 
 /// An API token as listed; never carries the secret.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct TokenView {
     pub id: String,
     pub name: String,
@@ -194,7 +194,7 @@ pub struct TokenView {
 }
 
 /// A freshly created token: the secret is shown only here, once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct TokenCreated {
     #[serde(flatten)]
     pub view: TokenView,
@@ -202,13 +202,13 @@ pub struct TokenCreated {
 }
 
 /// `GET /v1/admin/tokens`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct TokenList {
     pub tokens: Vec<TokenView>,
 }
 
 /// One audit record: metadata only, never a parameter value or a secret.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct AuditEventView {
     pub id: i64,
     pub at: String,
@@ -222,7 +222,7 @@ pub struct AuditEventView {
 }
 
 /// `GET /v1/admin/audit?before=ID&limit=N`, newest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct AuditList {
     pub events: Vec<AuditEventView>,
     /// Pass as `before` to get the next page; absent on the last page.
@@ -233,7 +233,7 @@ pub struct AuditList {
 
 /// `GET` and `PUT /v1/admin/audit/retention`: how long the team keeps its audit
 /// rows (docs/operations.md, "Retention").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct AuditRetention {
     /// Days rows are kept before they are pruned (up to a signed checkpoint).
     pub days: u32,
@@ -243,7 +243,7 @@ pub struct AuditRetention {
 
 /// `PUT /v1/admin/audit/retention`: days (1..=3660), or null for the gateway's
 /// default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetAuditRetention {
     /// Required, even as null: a body without it is a mistake, not a reset.
@@ -252,7 +252,9 @@ pub struct SetAuditRetention {
 }
 
 /// A member's role in the team (docs/people.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, TS, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MemberRole {
     Owner,
@@ -281,7 +283,7 @@ impl MemberRole {
 }
 
 /// `POST /v1/admin/members`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMemberRequest {
     pub display_name: String,
@@ -293,7 +295,7 @@ pub struct CreateMemberRequest {
 }
 
 /// A member of the team.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct MemberView {
     pub id: String,
     pub display_name: String,
@@ -303,7 +305,7 @@ pub struct MemberView {
 }
 
 /// `POST /v1/me/pairings`: a link for one of the caller's own browsers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOwnPairingRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,7 +318,7 @@ pub struct CreateOwnPairingRequest {
 }
 
 /// Who a browser belongs to, as a device lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct MemberRef {
     pub id: String,
     pub display_name: String,
@@ -324,13 +326,13 @@ pub struct MemberRef {
 }
 
 /// `GET /v1/admin/members`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct MemberList {
     pub members: Vec<MemberView>,
 }
 
 /// `DELETE /v1/admin/members/{id}`: what the removal ended, at once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct MemberRemovedView {
     pub id: String,
     /// Their browsers, revoked (live connections closed with 4001).
@@ -342,7 +344,7 @@ pub struct MemberRemovedView {
 
 /// `GET` / `PUT` `/v1/admin/policy`, `/v1/admin/devices/{id}/policy` and
 /// `/v1/me/devices/{id}/policy` (docs/policy.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct PolicyView {
     /// Whose policy this is: the team's, or one browser's.
     pub scope: crate::policy::Layer,

@@ -93,7 +93,9 @@ impl Checkpoint {
 pub struct VerifyingKeys(HashMap<String, Vec<u8>>);
 
 /// A JWK as the gateway publishes its audit keys (`OKP`, `Ed25519`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, utoipa::ToSchema,
+)]
 pub struct AuditJwk {
     pub kty: String,
     pub crv: String,
@@ -104,7 +106,17 @@ pub struct AuditJwk {
 
 /// `{"keys": [...]}`: what `GET /v1/admin/audit/keys` and `latchkeyd audit keys`
 /// print, and what `latchkey audit verify-file --keys` reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    utoipa::ToSchema,
+)]
 pub struct AuditKeySet {
     pub keys: Vec<AuditJwk>,
 }

@@ -12,7 +12,7 @@ pub const MAX_BODY_BYTES: usize = 4096;
 pub const MAX_LABEL_CHARS: usize = crate::text::MAX_LABEL_CHARS;
 
 /// What the extension asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorizeAction {
     /// Redeem a one-time pairing secret for a new device.
@@ -22,7 +22,7 @@ pub enum AuthorizeAction {
 }
 
 /// The request body. Unknown keys are refused (as bsk does).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthorizeRequest {
     pub action: AuthorizeAction,
@@ -34,7 +34,7 @@ pub struct AuthorizeRequest {
 }
 
 /// The 200 answer: a device grant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct AuthorizeGrant {
     /// 32 lowercase hex; the same across renewals.
     pub device_id: String,
@@ -48,7 +48,7 @@ pub struct AuthorizeGrant {
 }
 
 /// The tag in a non-200 answer, exactly as bsk spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorizeErrorTag {
     InvalidAuthorization,
@@ -77,7 +77,7 @@ impl AuthorizeErrorTag {
 }
 
 /// A non-200 body: `{"error": <tag>}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct AuthorizeErrorBody {
     pub error: AuthorizeErrorTag,
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// A close code with its meaning. Serialised as the bare number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(into = "u16", try_from = "u16")]
 #[ts(type = "number")]
 pub enum CloseCode {
@@ -135,7 +135,7 @@ impl CloseCode {
 
 /// What a peer does after the gateway closed its socket with a code
 /// (docs/error-codes.md, "WebSocket close codes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AfterClose {
     /// Reconnect with backoff (1, 2, 4 s, then capped at 5 s, with jitter).

@@ -20,7 +20,7 @@ pub const MAX_CHAIN: usize = 8;
 
 /// What a delegation may reach; each field absent means "as much as its
 /// delegator", never more.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegationScope {
     /// The browsers (device ids) it may start sessions on.
@@ -42,7 +42,7 @@ pub struct DelegationScope {
 }
 
 /// `POST /v1/delegations`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDelegationRequest {
     /// Lifetime in seconds: 1 … 86400, and no longer than the delegator's own.
@@ -56,7 +56,7 @@ pub struct CreateDelegationRequest {
 }
 
 /// A delegation as listed, and as minted (with its token, shown once).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DelegationView {
     pub id: String,
     pub name: String,
@@ -75,13 +75,13 @@ pub struct DelegationView {
 }
 
 /// `GET /v1/delegations`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DelegationList {
     pub delegations: Vec<DelegationView>,
 }
 
 /// `DELETE /v1/delegations/{id}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct DelegationRevoked {
     pub id: String,
     /// Every delegation revoked now: this one and those minted from it.

@@ -12,7 +12,7 @@ use ts_rs::TS;
 use crate::CloseCode;
 
 /// A stable, machine-readable error code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     // The extension protocol's own (docs/protocol.md, "Error codes and close codes").
@@ -247,7 +247,7 @@ impl std::fmt::Display for ErrorCode {
 }
 
 /// The `error` member of an error response frame, and of every API error body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
@@ -255,6 +255,7 @@ pub struct ErrorBody {
     /// present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, unknown>")]
+    #[schema(value_type = Option<Object>)]
     pub data: Option<Value>,
 }
 
@@ -278,7 +279,7 @@ impl ErrorBody {
 }
 
 /// Body of every non-2xx answer on the admin and agent APIs: `{"error": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct ApiErrorBody {
     pub error: ErrorBody,
 }

@@ -37,7 +37,7 @@ pub const MAX_URL_CHARS: usize = 2048;
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
 
 /// `POST /v1/admin/webhooks`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhookRequest {
     /// Where deliveries are POSTed: `https://` (plain `http://` only where the
@@ -51,7 +51,7 @@ pub struct CreateWebhookRequest {
 }
 
 /// Whether an endpoint is being delivered to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WebhookStatus {
     /// Delivering.
@@ -63,7 +63,7 @@ pub enum WebhookStatus {
 }
 
 /// One endpoint, never its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookView {
     pub id: String,
     pub url: String,
@@ -84,7 +84,7 @@ pub struct WebhookView {
 }
 
 /// `POST /v1/admin/webhooks` answer: the signing secret, shown once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookCreated {
     #[serde(flatten)]
     pub view: WebhookView,
@@ -93,13 +93,13 @@ pub struct WebhookCreated {
 }
 
 /// `GET /v1/admin/webhooks`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookList {
     pub webhooks: Vec<WebhookView>,
 }
 
 /// One attempt to deliver one event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookDeliveryView {
     /// The `webhook-id` sent: the same for every attempt of the event.
     pub event_id: String,
@@ -120,20 +120,20 @@ pub struct WebhookDeliveryView {
 }
 
 /// `GET /v1/admin/webhooks/{id}/deliveries`: the last attempts, newest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookDeliveryList {
     pub deliveries: Vec<WebhookDeliveryView>,
 }
 
 /// `POST /v1/admin/webhooks/{id}/redeliver`: send one event again, now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedeliverRequest {
     pub seq: i64,
 }
 
 /// What a delivery's body holds: the audit row, as the trail has it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookPayload {
     /// The event: the audit action.
     #[serde(rename = "type")]
@@ -143,7 +143,7 @@ pub struct WebhookPayload {
     pub data: WebhookEventData,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct WebhookEventData {
     pub team: String,
     /// The row's place in the team's trail (`latchkey admin audit export`).

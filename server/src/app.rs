@@ -11,6 +11,8 @@ use axum::routing::get;
 use latchkey_protocol::ErrorCode;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::api_error::ApiError;
 use crate::core::Core;
@@ -108,32 +110,36 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// The public router; `extra` routes (tests only: the conformance echo) are served
-/// by the same stack, before the fallback.
+/// The public router: the documented routes ([`crate::openapi`]), `/mcp`, and
+/// the document itself; `extra` routes (tests only: the conformance echo) are
+/// served by the same stack, before the fallback.
 pub fn router(state: AppState, extra: Router<AppState>) -> Router {
+    let mcp = state.config.mcp.enabled;
+    let (documented, doc) = crate::openapi::routes(mcp).split_for_parts();
+    let document = crate::openapi::Rendered::new(&crate::openapi::finish(doc, mcp));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the document's own route, declared in openapi/mod.rs"
+    )]
+    let served = Router::new().route(
+        crate::openapi::PATH,
+        get(move || std::future::ready(document.response())),
+    );
     Router::new()
         .merge(extra)
-        .merge(crate::extension::routes())
-        .merge(crate::admin::routes())
-        .merge(crate::agent::routes())
-        .merge(crate::mcp::routes(&state))
-        .route(
-            "/v1/delegations",
-            axum::routing::post(crate::delegation::mint::create).get(crate::delegation::mint::list),
-        )
-        .route(
-            "/v1/delegations/{id}",
-            axum::routing::delete(crate::delegation::mint::revoke),
-        )
-        .route(
-            "/.well-known/jwks.json",
-            axum::routing::get(crate::delegation::mint::jwks),
-        )
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .merge(documented)
+        .merge(crate::mcp::service(&state))
+        .merge(served)
         .fallback(fallback)
         .layer(middleware::from_fn(request_span))
         .with_state(state)
+}
+
+/// Health, readiness: for load balancers and orchestrators, no token.
+pub(crate) fn operations_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
 }
 
 /// A span per request with method and path only: never headers, query or body.
@@ -163,11 +169,32 @@ async fn request_span(request: Request, next: Next) -> Response {
 }
 
 /// Liveness: the process answers.
+#[utoipa::path(
+    get,
+    operation_id = "healthz",
+    path = "/healthz",
+    tag = "operations",
+    summary = "Liveness",
+    security(()),
+    responses((status = 200, description = "`ok`: the process answers.", body = String, content_type = "text/plain")),
+)]
 async fn healthz() -> &'static str {
     "ok"
 }
 
 /// Readiness: the store answers and the server is not draining.
+#[utoipa::path(
+    get,
+    operation_id = "readyz",
+    path = "/readyz",
+    tag = "operations",
+    summary = "Readiness",
+    security(()),
+    responses(
+        (status = 200, description = "`ready`: the store answers and the node takes work.", body = String, content_type = "text/plain"),
+        (status = 503, description = "`draining` or `store unavailable`.", body = String, content_type = "text/plain"),
+    ),
+)]
 async fn readyz(State(state): State<AppState>) -> Response {
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();

@@ -43,6 +43,9 @@ pub enum Command {
     /// signed with the old one stay valid until they expire; running nodes pick
     /// the new key up within a minute.
     RotateSigningKey,
+    /// Print the OpenAPI 3.1 document of the HTTP API, as `/openapi.json` serves
+    /// it with MCP on (docs/api.md); needs no store.
+    Openapi,
 }
 
 #[derive(Debug, Subcommand)]
@@ -213,6 +216,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = cli.config.resolve()?;
     match cli.command {
         Command::Serve => serve(config).await,
+        Command::Openapi => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::openapi::document())?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::CheckConfig => check_config(config).await,
         Command::Migrate => {
             config.validate()?;

@@ -26,6 +26,7 @@ pub mod devices;
 pub mod extension;
 pub mod ids;
 pub mod mcp;
+pub mod openapi;
 /// Signing-key generation, for the operator's rotation and for tests.
 pub use delegation::keys as delegation_keys;
 pub(crate) mod failpoint;

@@ -7,7 +7,7 @@ use ts_rs::TS;
 use super::{Capability, Consent, DEFAULT_SCHEMES, Policy, PolicyReason, sites};
 
 /// Where a limit was set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// The team's policy, set by its admins.
@@ -29,21 +29,21 @@ impl Layer {
 }
 
 /// One limit's value and the layers that set it; `from` is empty for the default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct Limit<T> {
     pub value: T,
     pub from: Vec<Layer>,
 }
 
 /// One layer's `allow_sites`: a host must match one of its patterns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct SiteList {
     pub from: Layer,
     pub patterns: Vec<String>,
 }
 
 /// One blocked pattern and the layer that blocked it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct BlockedSite {
     pub pattern: String,
     pub from: Layer,
@@ -51,7 +51,7 @@ pub struct BlockedSite {
 
 /// The intersection of every layer. A host is allowed when it matches no
 /// blocked pattern and one pattern of each `allow_sites` list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct EffectivePolicy {
     /// The agents let in; `null`: every agent of the team.
     pub agents: Limit<Option<Vec<String>>>,

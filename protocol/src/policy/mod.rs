@@ -28,7 +28,7 @@ pub const MAX_SESSION_MINUTES: u32 = 7 * 24 * 60;
 pub const DEFAULT_SCHEMES: [&str; 2] = ["http", "https"];
 
 /// One layer's policy, as its setter wrote it (`PUT …/policy`). `{}` sets no limit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// The agent tokens (ids) that may start sessions; absent: every agent of
@@ -65,7 +65,20 @@ pub struct Policy {
 }
 
 /// Whether a new session needs the person's yes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, TS)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Consent {
     /// Sessions start without asking.
@@ -94,7 +107,7 @@ impl Consent {
 }
 
 /// The `data.reason` of a `permission_denied` that a policy gave: which rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyReason {
     /// The agent's token is not among the policy's `agents`.

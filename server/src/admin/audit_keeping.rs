@@ -27,16 +27,29 @@ use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
 use crate::store::StoreError;
 
-#[derive(Debug, Deserialize)]
+/// The span of the chain to export; any other parameter is refused.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ExportQuery {
+    /// From this time on: RFC 3339, or how long ago (`30m`, `2h`, `30d`).
     since: Option<String>,
+    /// Before this time: RFC 3339, or how long ago.
     until: Option<String>,
 }
 
 /// Rows read per query while exporting.
 const EXPORT_PAGE: i64 = 500;
 
+#[utoipa::path(
+    get,
+    operation_id = "audit_export",
+    path = "/v1/admin/audit/export",
+    tag = "audit",
+    summary = "Export the audit trail",
+    params(ExportQuery),
+    responses((status = 200, description = "JSON Lines: a header line, then every row in chain order, verifiable offline (docs/audit.md).", content_type = "application/x-ndjson"), crate::openapi::refusals::Write),
+)]
 pub async fn export(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -175,6 +188,14 @@ fn line<T: serde::Serialize>(value: &T) -> String {
     text
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "audit_keys",
+    path = "/v1/admin/audit/keys",
+    tag = "audit",
+    summary = "The audit signing keys",
+    responses((status = 200, description = "The public keys checkpoints are signed with.", body = AuditKeySet), crate::openapi::refusals::Read),
+)]
 pub async fn keys(
     State(state): State<AppState>,
     AdminPrincipal(_): AdminPrincipal,
@@ -197,6 +218,14 @@ async fn retention_of(state: &AppState, tenant: &str) -> Result<AuditRetention, 
     })
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "audit_get_retention",
+    path = "/v1/admin/audit/retention",
+    tag = "audit",
+    summary = "Read the audit retention",
+    responses((status = 200, description = "How long rows are kept.", body = AuditRetention), crate::openapi::refusals::Read),
+)]
 pub async fn get_retention(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -204,6 +233,15 @@ pub async fn get_retention(
     Ok(Json(retention_of(&state, &p.tenant_id).await?))
 }
 
+#[utoipa::path(
+    put,
+    operation_id = "audit_put_retention",
+    path = "/v1/admin/audit/retention",
+    tag = "audit",
+    summary = "Set the audit retention",
+    request_body = SetAuditRetention,
+    responses((status = 200, description = "The retention as stored.", body = AuditRetention), crate::openapi::refusals::Write),
+)]
 pub async fn put_retention(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

@@ -14,15 +14,22 @@ use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
 use crate::store::AuditFilter;
 
-#[derive(Debug, Deserialize)]
+/// Filters and a page; any other parameter is refused.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
+    /// The cursor: rows before this one (the previous page's `next_before`).
     before: Option<i64>,
+    /// Rows per page, 1 … 1000 (default 100).
     limit: Option<i64>,
     /// An action (`session.call`), or a family of them (`session.*`).
     action: Option<String>,
+    /// Who acted (`token:NAME`, `device:ID`, …).
     actor: Option<String>,
+    /// What was acted on (`device:ID`, `session:ID`, …).
     target: Option<String>,
+    /// `ok`, or a refusal's code.
     outcome: Option<String>,
     /// At or after `since`, before `until`: RFC 3339 times, or how long ago
     /// (`30m`, `2h`, `7d`).
@@ -112,6 +119,15 @@ fn filter_of(now: i64, q: AuditQuery) -> Result<AuditFilter, ApiError> {
     })
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "audit_list",
+    path = "/v1/admin/audit",
+    tag = "audit",
+    summary = "Read the audit trail",
+    params(AuditQuery),
+    responses((status = 200, description = "A page of rows, newest first, with the cursor of the next.", body = AuditList), crate::openapi::refusals::Write),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

@@ -85,6 +85,14 @@ pub(crate) fn checked_id(id: &str) -> Result<&str, ApiError> {
     }
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "devices_list",
+    path = "/v1/admin/devices",
+    tag = "devices",
+    summary = "List the team's devices",
+    responses((status = 200, description = "Every device with its owner, status and expiry.", body = DeviceList), crate::openapi::refusals::Read),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -99,6 +107,15 @@ pub async fn list(
     }))
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "devices_get_one",
+    path = "/v1/admin/devices/{id}",
+    tag = "devices",
+    summary = "Show one device",
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The device.", body = DeviceView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn get_one(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -112,6 +129,16 @@ pub async fn get_one(
     Ok(Json(view_one(&state, &p.tenant_id, d).await?))
 }
 
+#[utoipa::path(
+    patch,
+    operation_id = "devices_rename",
+    path = "/v1/admin/devices/{id}",
+    tag = "devices",
+    summary = "Rename a device",
+    request_body = RenameDeviceRequest,
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The device, renamed.", body = DeviceView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn rename(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -143,6 +170,15 @@ pub async fn rename(
     Ok(Json(view_one(&state, &p.tenant_id, d).await?))
 }
 
+#[utoipa::path(
+    delete,
+    operation_id = "devices_revoke",
+    path = "/v1/admin/devices/{id}",
+    tag = "devices",
+    summary = "Revoke a device",
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The device, revoked; its connection is closed.", body = DeviceView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn revoke(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -180,6 +216,14 @@ pub(crate) async fn revoke_one(
     Ok(d)
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "devices_revoke_all",
+    path = "/v1/admin/devices/revoke-all",
+    tag = "devices",
+    summary = "Revoke every device of the team",
+    responses((status = 200, description = "How many were revoked.", body = RevokeAllResult), crate::openapi::refusals::Read),
+)]
 pub async fn revoke_all(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -220,6 +264,15 @@ pub async fn revoke_all(
 /// (`invalid_request`: revoke it first); the audit rows about it stay. This is how a
 /// revoked local browser is brought back: forgotten, its next connection makes a
 /// new device.
+#[utoipa::path(
+    post,
+    operation_id = "devices_forget",
+    path = "/v1/admin/devices/{id}/forget",
+    tag = "devices",
+    summary = "Forget a revoked or expired device",
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "What was forgotten.", body = ForgetResult), crate::openapi::refusals::WriteOne),
+)]
 pub async fn forget(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

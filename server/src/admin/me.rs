@@ -16,6 +16,14 @@ use crate::app::AppState;
 use crate::auth::principal::MemberPrincipal;
 
 /// `GET /v1/me`: who the token's person is.
+#[utoipa::path(
+    get,
+    operation_id = "me_whoami",
+    path = "/v1/me",
+    tag = "me",
+    summary = "Who the token belongs to",
+    responses((status = 200, description = "The caller's member.", body = MemberView), crate::openapi::refusals::Read),
+)]
 pub async fn whoami(
     State(state): State<AppState>,
     me: MemberPrincipal,
@@ -31,6 +39,14 @@ pub async fn whoami(
 }
 
 /// `GET /v1/me/devices`: the caller's own browsers.
+#[utoipa::path(
+    get,
+    operation_id = "me_devices",
+    path = "/v1/me/devices",
+    tag = "me",
+    summary = "List my browsers",
+    responses((status = 200, description = "The caller's own browsers.", body = DeviceList), crate::openapi::refusals::Read),
+)]
 pub async fn devices(
     State(state): State<AppState>,
     me: MemberPrincipal,
@@ -50,6 +66,15 @@ pub async fn devices(
 }
 
 /// `POST /v1/me/pairings`: a one-time link for a browser of the caller's own.
+#[utoipa::path(
+    post,
+    operation_id = "me_pair",
+    path = "/v1/me/pairings",
+    tag = "me",
+    summary = "Make a pairing link for a browser of my own",
+    request_body = CreateOwnPairingRequest,
+    responses((status = 201, description = "The link; its secret is shown only here.", body = PairingCreated), crate::openapi::refusals::Create),
+)]
 pub async fn pair(
     State(state): State<AppState>,
     me: MemberPrincipal,
@@ -68,6 +93,15 @@ pub async fn pair(
 
 /// `DELETE /v1/me/devices/{id}`: revoke a browser of the caller's own; its live
 /// connection closes with 4001 at once. Anyone else's answers `not_found`.
+#[utoipa::path(
+    delete,
+    operation_id = "me_revoke",
+    path = "/v1/me/devices/{id}",
+    tag = "me",
+    summary = "Revoke my browser",
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The browser, revoked.", body = DeviceView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn revoke(
     State(state): State<AppState>,
     me: MemberPrincipal,

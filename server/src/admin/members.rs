@@ -84,6 +84,14 @@ pub(crate) fn clean_email(raw: &str) -> Result<String, ApiError> {
     }
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "members_list",
+    path = "/v1/admin/members",
+    tag = "members",
+    summary = "List members",
+    responses((status = 200, description = "The team's members.", body = MemberList), crate::openapi::refusals::Read),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -94,6 +102,15 @@ pub async fn list(
     }))
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "members_create",
+    path = "/v1/admin/members",
+    tag = "members",
+    summary = "Add a member",
+    request_body = CreateMemberRequest,
+    responses((status = 201, description = "The member.", body = MemberView), crate::openapi::refusals::Create),
+)]
 pub async fn create(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -143,6 +160,15 @@ pub async fn create(
 /// runs here is ended before the commit (what the store holds of theirs now) and
 /// again after it (what the commit revoked, which includes a browser paired in
 /// between).
+#[utoipa::path(
+    delete,
+    operation_id = "members_remove",
+    path = "/v1/admin/members/{id}",
+    tag = "members",
+    summary = "Remove a member",
+    params(("id" = String, Path, description = "Member id")),
+    responses((status = 200, description = "The member, removed, with what was revoked with them.", body = MemberRemovedView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn remove(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

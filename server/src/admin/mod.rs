@@ -15,71 +15,42 @@ mod policies;
 mod tokens;
 mod webhooks;
 
-use axum::Router;
-use axum::routing::{delete, get, post};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/admin/pairings",
-            post(pairings::create).get(pairings::list),
-        )
-        .route("/v1/admin/pairings/{id}", delete(pairings::void))
-        .route("/v1/admin/devices", get(devices::list))
-        .route("/v1/admin/devices/revoke-all", post(devices::revoke_all))
-        .route("/v1/admin/devices/{id}/forget", post(devices::forget))
-        .route(
-            "/v1/admin/devices/{id}",
-            get(devices::get_one)
-                .patch(devices::rename)
-                .delete(devices::revoke),
-        )
-        .route(
-            "/v1/admin/devices/{id}/policy",
-            get(policies::get_device).put(policies::put_device),
-        )
-        .route(
-            "/v1/admin/policy",
-            get(policies::get_team).put(policies::put_team),
-        )
-        .route("/v1/admin/tokens", post(tokens::create).get(tokens::list))
-        .route("/v1/admin/tokens/{id}", delete(tokens::revoke))
-        .route("/v1/admin/audit", get(audit_log::list))
-        .route("/v1/admin/audit/export", get(audit_keeping::export))
-        .route("/v1/admin/audit/keys", get(audit_keeping::keys))
-        .route(
-            "/v1/admin/audit/retention",
-            get(audit_keeping::get_retention).put(audit_keeping::put_retention),
-        )
-        .route(
-            "/v1/admin/members",
-            post(members::create).get(members::list),
-        )
-        .route("/v1/admin/members/{id}", delete(members::remove))
-        .route(
-            "/v1/admin/webhooks",
-            post(webhooks::create).get(webhooks::list),
-        )
-        .route("/v1/admin/webhooks/{id}", delete(webhooks::remove))
-        .route(
-            "/v1/admin/webhooks/{id}/deliveries",
-            get(webhooks::deliveries),
-        )
-        .route(
-            "/v1/admin/webhooks/{id}/redeliver",
-            post(webhooks::redeliver),
-        )
-        .route("/v1/admin/webhooks/{id}/enable", post(webhooks::enable))
-        .route("/v1/me", get(me::whoami))
-        .route("/v1/me/devices", get(me::devices))
-        .route("/v1/me/devices/{id}", delete(me::revoke))
-        .route(
-            "/v1/me/devices/{id}/policy",
-            get(policies::get_mine).put(policies::put_mine),
-        )
-        .route("/v1/me/pairings", post(me::pair))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(pairings::create, pairings::list))
+        .routes(routes!(pairings::void))
+        .routes(routes!(devices::list))
+        .routes(routes!(devices::revoke_all))
+        .routes(routes!(devices::forget))
+        .routes(routes!(devices::get_one, devices::rename, devices::revoke))
+        .routes(routes!(policies::get_device, policies::put_device))
+        .routes(routes!(policies::get_team, policies::put_team))
+        .routes(routes!(tokens::create, tokens::list))
+        .routes(routes!(tokens::revoke))
+        .routes(routes!(audit_log::list))
+        .routes(routes!(audit_keeping::export))
+        .routes(routes!(audit_keeping::keys))
+        .routes(routes!(
+            audit_keeping::get_retention,
+            audit_keeping::put_retention
+        ))
+        .routes(routes!(members::create, members::list))
+        .routes(routes!(members::remove))
+        .routes(routes!(webhooks::create, webhooks::list))
+        .routes(routes!(webhooks::remove))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
+        .routes(routes!(webhooks::enable))
+        .routes(routes!(me::whoami))
+        .routes(routes!(me::devices))
+        .routes(routes!(me::revoke))
+        .routes(routes!(policies::get_mine, policies::put_mine))
+        .routes(routes!(me::pair))
 }
 
 /// A display name an admin sent (a label, a token name), as stored: refused with

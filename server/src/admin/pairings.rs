@@ -19,6 +19,15 @@ use crate::auth::secret;
 use crate::clock::rfc3339;
 use crate::store::{NewPairing, PairingInsert, PairingQuota, PendingPairingRecord};
 
+#[utoipa::path(
+    post,
+    operation_id = "pairings_create",
+    path = "/v1/admin/pairings",
+    tag = "pairings",
+    summary = "Make a one-time pairing link",
+    request_body = CreatePairingRequest,
+    responses((status = 201, description = "The link; its secret is shown only here.", body = PairingCreated), crate::openapi::refusals::Create),
+)]
 pub async fn create(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -118,6 +127,14 @@ pub(crate) async fn create_link(
 /// `GET /v1/admin/pairings`: the links that can still pair a browser, with the
 /// member each is for, so an admin sees what is outstanding and voids what should
 /// not be.
+#[utoipa::path(
+    get,
+    operation_id = "pairings_list",
+    path = "/v1/admin/pairings",
+    tag = "pairings",
+    summary = "List unused pairing links",
+    responses((status = 200, description = "Unused, unexpired links, newest first.", body = PairingList), crate::openapi::refusals::Read),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -133,6 +150,15 @@ pub async fn list(
 
 /// `DELETE /v1/admin/pairings/{id}`: void one pending link; it can never pair a
 /// browser afterwards. A used, voided, expired, foreign or unknown id is `not_found`.
+#[utoipa::path(
+    delete,
+    operation_id = "pairings_void",
+    path = "/v1/admin/pairings/{id}",
+    tag = "pairings",
+    summary = "Void a pairing link",
+    params(("id" = String, Path, description = "Pairing link id")),
+    responses((status = 200, description = "The voided link.", body = PendingPairingView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn void(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

@@ -19,9 +19,11 @@ use crate::auth::principal::{AdminPrincipal, MemberPrincipal, Principal};
 use crate::policy::{parse_stored, refresh};
 
 /// `?effective=true`: add what sessions run under.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PolicyQuery {
+    /// Add the policy sessions run under: every layer combined.
     effective: Option<bool>,
 }
 
@@ -108,6 +110,15 @@ async fn audit_set(state: &AppState, p: &Principal, target: String, policy: &Pol
 }
 
 /// `GET /v1/admin/policy[?effective=true]`.
+#[utoipa::path(
+    get,
+    operation_id = "policies_get_team",
+    path = "/v1/admin/policy",
+    tag = "policy",
+    summary = "Read the team's policy",
+    params(PolicyQuery),
+    responses((status = 200, description = "The team policy.", body = PolicyView), crate::openapi::refusals::Write),
+)]
 pub async fn get_team(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -126,6 +137,15 @@ pub async fn get_team(
 }
 
 /// `PUT /v1/admin/policy`: replace the team's policy (`{}` clears it).
+#[utoipa::path(
+    put,
+    operation_id = "policies_put_team",
+    path = "/v1/admin/policy",
+    tag = "policy",
+    summary = "Set the team's policy",
+    request_body = Policy,
+    responses((status = 200, description = "The policy as stored.", body = PolicyView), crate::openapi::refusals::Write),
+)]
 pub async fn put_team(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -197,6 +217,15 @@ async fn set_device(
 }
 
 /// `GET /v1/admin/devices/{id}/policy[?effective=true]`.
+#[utoipa::path(
+    get,
+    operation_id = "policies_get_device",
+    path = "/v1/admin/devices/{id}/policy",
+    tag = "policy",
+    summary = "Read a browser's policy",
+    params(("id" = String, Path, description = "Device id"), PolicyQuery),
+    responses((status = 200, description = "The browser's own policy, and with `effective=true` what sessions run under.", body = PolicyView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn get_device(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -208,6 +237,16 @@ pub async fn get_device(
 }
 
 /// `PUT /v1/admin/devices/{id}/policy`: replace a browser's policy.
+#[utoipa::path(
+    put,
+    operation_id = "policies_put_device",
+    path = "/v1/admin/devices/{id}/policy",
+    tag = "policy",
+    summary = "Set a browser's policy",
+    request_body = Policy,
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The policy as stored.", body = PolicyView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn put_device(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -237,6 +276,15 @@ async fn mine<'a>(
 }
 
 /// `GET /v1/me/devices/{id}/policy[?effective=true]`: a browser of the caller's own.
+#[utoipa::path(
+    get,
+    operation_id = "policies_get_mine",
+    path = "/v1/me/devices/{id}/policy",
+    tag = "me",
+    summary = "Read my browser's policy",
+    params(("id" = String, Path, description = "Device id"), PolicyQuery),
+    responses((status = 200, description = "The policy of the caller's own browser.", body = PolicyView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn get_mine(
     State(state): State<AppState>,
     me: MemberPrincipal,
@@ -250,6 +298,16 @@ pub async fn get_mine(
 
 /// `PUT /v1/me/devices/{id}/policy`: the owner sets their browser's policy,
 /// within the team's (the effective policy is the intersection of both).
+#[utoipa::path(
+    put,
+    operation_id = "policies_put_mine",
+    path = "/v1/me/devices/{id}/policy",
+    tag = "me",
+    summary = "Set my browser's policy",
+    request_body = Policy,
+    params(("id" = String, Path, description = "Device id")),
+    responses((status = 200, description = "The policy as stored.", body = PolicyView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn put_mine(
     State(state): State<AppState>,
     me: MemberPrincipal,

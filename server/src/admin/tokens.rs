@@ -31,6 +31,15 @@ fn view(t: ApiTokenRecord) -> TokenView {
     }
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "tokens_create",
+    path = "/v1/admin/tokens",
+    tag = "tokens",
+    summary = "Create an API token",
+    request_body = CreateTokenRequest,
+    responses((status = 201, description = "The token; its secret is shown only here.", body = TokenCreated), crate::openapi::refusals::Create),
+)]
 pub async fn create(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -137,6 +146,14 @@ async fn behind(
     }
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "tokens_list",
+    path = "/v1/admin/tokens",
+    tag = "tokens",
+    summary = "List API tokens",
+    responses((status = 200, description = "The team's tokens, never their secrets.", body = TokenList), crate::openapi::refusals::Read),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -153,6 +170,15 @@ pub async fn list(
 /// device, the end is signalled before the commit (only for a token this tenant
 /// holds here, so a foreign id ends nothing) and again after it, which catches a
 /// request that authenticated in between.
+#[utoipa::path(
+    delete,
+    operation_id = "tokens_revoke",
+    path = "/v1/admin/tokens/{id}",
+    tag = "tokens",
+    summary = "Revoke an API token",
+    params(("id" = String, Path, description = "Token id")),
+    responses((status = 200, description = "The token, revoked; what it held has ended.", body = TokenView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn revoke(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

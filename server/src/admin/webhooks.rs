@@ -90,6 +90,15 @@ async fn audit(
         .await;
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "webhooks_create",
+    path = "/v1/admin/webhooks",
+    tag = "webhooks",
+    summary = "Add a webhook endpoint",
+    request_body = CreateWebhookRequest,
+    responses((status = 201, description = "The endpoint; its signing secret is shown only here.", body = WebhookCreated), crate::openapi::refusals::Create),
+)]
 pub async fn create(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -169,6 +178,14 @@ pub async fn create(
     ))
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "webhooks_list",
+    path = "/v1/admin/webhooks",
+    tag = "webhooks",
+    summary = "List webhook endpoints",
+    responses((status = 200, description = "The team's endpoints.", body = WebhookList), crate::openapi::refusals::Read),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -179,6 +196,15 @@ pub async fn list(
     }))
 }
 
+#[utoipa::path(
+    delete,
+    operation_id = "webhooks_remove",
+    path = "/v1/admin/webhooks/{id}",
+    tag = "webhooks",
+    summary = "Remove a webhook endpoint",
+    params(("id" = String, Path, description = "Webhook endpoint id")),
+    responses((status = 200, description = "The endpoint, removed.", body = WebhookView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn remove(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -192,6 +218,15 @@ pub async fn remove(
     Ok(Json(view(&w)))
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "webhooks_deliveries",
+    path = "/v1/admin/webhooks/{id}/deliveries",
+    tag = "webhooks",
+    summary = "List an endpoint's deliveries",
+    params(("id" = String, Path, description = "Webhook endpoint id")),
+    responses((status = 200, description = "Recent deliveries, newest first.", body = WebhookDeliveryList), crate::openapi::refusals::ReadOne),
+)]
 pub async fn deliveries(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -210,6 +245,16 @@ pub async fn deliveries(
     }))
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "webhooks_redeliver",
+    path = "/v1/admin/webhooks/{id}/redeliver",
+    tag = "webhooks",
+    summary = "Deliver an event again",
+    request_body = RedeliverRequest,
+    params(("id" = String, Path, description = "Webhook endpoint id")),
+    responses((status = 200, description = "The new delivery.", body = WebhookDeliveryView), crate::openapi::refusals::WriteOne),
+)]
 pub async fn redeliver(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -260,6 +305,15 @@ pub async fn redeliver(
     }))
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "webhooks_enable",
+    path = "/v1/admin/webhooks/{id}/enable",
+    tag = "webhooks",
+    summary = "Re-enable a disabled endpoint",
+    params(("id" = String, Path, description = "Webhook endpoint id")),
+    responses((status = 200, description = "The endpoint, enabled.", body = WebhookView), crate::openapi::refusals::ReadOne),
+)]
 pub async fn enable(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

@@ -9,6 +9,14 @@ use crate::app::AppState;
 use crate::auth::principal::{AgentPrincipal, Principal};
 use crate::clock::rfc3339;
 
+#[utoipa::path(
+    get,
+    operation_id = "browsers_list",
+    path = "/v1/browsers",
+    tag = "browsers",
+    summary = "List the team's browsers",
+    responses((status = 200, description = "Live browsers with their online state.", body = BrowserList), crate::openapi::refusals::AgentRead),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,

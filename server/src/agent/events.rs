@@ -17,6 +17,15 @@ use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::AgentPrincipal;
 
+#[utoipa::path(
+    get,
+    operation_id = "sessions_events",
+    path = "/v1/sessions/{id}/events",
+    tag = "sessions",
+    summary = "Follow a session's events",
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "Server-sent events: each event's name is its `type`, its data a SessionEvent; an `error` event when the token ends.", content_type = "text/event-stream", body = SessionEvent), crate::openapi::refusals::AgentSession),
+)]
 pub async fn stream(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,

@@ -10,19 +10,19 @@ mod sessions;
 pub mod socket;
 pub mod socket_slots;
 
-use axum::Router;
-use axum::routing::{delete, get, post};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/browsers", get(browsers::list))
-        .route("/v1/sessions", post(sessions::start).get(sessions::list))
-        .route("/v1/sessions/{id}", delete(sessions::stop))
-        .route("/v1/sessions/{id}/calls", post(sessions::call))
-        .route("/v1/sessions/{id}/events", get(events::stream))
-        .route("/v1/agent", get(socket::upgrade))
-        .route("/v1/admin/sessions", get(sessions::admin_list))
-        .route("/v1/admin/sessions/{id}", delete(sessions::admin_stop))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(browsers::list))
+        .routes(routes!(sessions::start, sessions::list))
+        .routes(routes!(sessions::stop))
+        .routes(routes!(sessions::call))
+        .routes(routes!(events::stream))
+        .routes(routes!(socket::upgrade))
+        .routes(routes!(sessions::admin_list))
+        .routes(routes!(sessions::admin_stop))
 }

@@ -16,6 +16,15 @@ use crate::core_error::CoreError;
 use crate::sessions::calls::{self, ToolCall};
 use crate::sessions::start_stop;
 
+#[utoipa::path(
+    post,
+    operation_id = "sessions_start",
+    path = "/v1/sessions",
+    tag = "sessions",
+    summary = "Start a session",
+    request_body = StartSessionRequest,
+    responses((status = 201, description = "The session, with its Agent Window.", body = SessionView), crate::openapi::refusals::SessionStart),
+)]
 pub async fn start(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -25,6 +34,14 @@ pub async fn start(
     Ok((StatusCode::CREATED, Json(session.view())))
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "sessions_list",
+    path = "/v1/sessions",
+    tag = "sessions",
+    summary = "List my sessions",
+    responses((status = 200, description = "The sessions this token opened.", body = SessionList), crate::openapi::refusals::AgentRead),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -43,6 +60,15 @@ pub fn owned_sessions(state: &AppState, p: &Principal) -> SessionList {
     SessionList { sessions }
 }
 
+#[utoipa::path(
+    delete,
+    operation_id = "sessions_stop",
+    path = "/v1/sessions/{id}",
+    tag = "sessions",
+    summary = "Stop a session",
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "The session, ended.", body = StopSessionResult), crate::openapi::refusals::AgentSession),
+)]
 pub async fn stop(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -61,6 +87,16 @@ pub struct RawCallResult {
     pub result: crate::devices::link::RawResult,
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "sessions_call",
+    path = "/v1/sessions/{id}/calls",
+    tag = "sessions",
+    summary = "Call a tool",
+    request_body = CallRequest,
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "The tool's result, as docs/tools.md describes it for the method.", body = latchkey_protocol::agent::CallResult), crate::openapi::refusals::ToolCall),
+)]
 pub async fn call(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -79,6 +115,14 @@ pub async fn call(
 }
 
 /// `GET /v1/admin/sessions`: every session of the tenant.
+#[utoipa::path(
+    get,
+    operation_id = "sessions_admin_list",
+    path = "/v1/admin/sessions",
+    tag = "sessions",
+    summary = "List every session of the team",
+    responses((status = 200, description = "Every open session of the team.", body = SessionList), crate::openapi::refusals::Read),
+)]
 pub async fn admin_list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
@@ -93,6 +137,15 @@ pub async fn admin_list(
 }
 
 /// `DELETE /v1/admin/sessions/{id}`: stop any session of the tenant.
+#[utoipa::path(
+    delete,
+    operation_id = "sessions_admin_stop",
+    path = "/v1/admin/sessions/{id}",
+    tag = "sessions",
+    summary = "Stop any session of the team",
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "The session, ended.", body = StopSessionResult), crate::openapi::refusals::AgentSession),
+)]
 pub async fn admin_stop(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{AbortHandle, Abortable, abortable};
 use futures_util::stream::SplitSink;
@@ -29,11 +30,31 @@ use crate::socket::{Inbound as Received, Outbound, ReadError, Socket};
 use crate::telemetry::metrics as telemetry;
 use crate::transport::ws_socket::WsSocket;
 
+#[utoipa::path(
+    get,
+    operation_id = "agent_socket",
+    path = "/v1/agent",
+    tag = "sessions",
+    summary = "The agent WebSocket",
+    responses((status = 101, description = "Switching to the agent socket: request and event frames (docs/agents.md)."), crate::openapi::refusals::AgentSocket),
+)]
 pub async fn upgrade(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
-    ws: WebSocketUpgrade,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    // A plain request here is refused with the API's error body, never axum's
+    // text.
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(rejection) => {
+            return ApiError::invalid(format!(
+                "/v1/agent is a WebSocket endpoint: {}",
+                rejection.body_text()
+            ))
+            .into_response();
+        }
+    };
     let limits = &state.config.limits;
     let slot = match state.agent_sockets.acquire(
         &p.token_id,

@@ -160,6 +160,15 @@ fn view(d: &DelegationRecord, token: Option<String>) -> DelegationView {
 }
 
 /// `POST /v1/delegations`: mint a narrower, shorter-lived token from the caller's own.
+#[utoipa::path(
+    post,
+    operation_id = "delegations_create",
+    path = "/v1/delegations",
+    tag = "delegations",
+    summary = "Mint a delegation token",
+    request_body = CreateDelegationRequest,
+    responses((status = 201, description = "The delegation; its token is shown only here.", body = DelegationView), crate::openapi::refusals::Delegate),
+)]
 pub async fn create(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -246,6 +255,14 @@ pub async fn create(
 }
 
 /// `GET /v1/delegations`: those the caller minted, and every one below them.
+#[utoipa::path(
+    get,
+    operation_id = "delegations_list",
+    path = "/v1/delegations",
+    tag = "delegations",
+    summary = "List my delegations",
+    responses((status = 200, description = "Those the caller minted, and every one below them.", body = DelegationList), crate::openapi::refusals::AgentRead),
+)]
 pub async fn list(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
@@ -287,6 +304,15 @@ pub fn end_leases(state: &AppState, tenant_id: &str, ids: &[String]) {
 /// `DELETE /v1/delegations/{id}`: revoke one the caller minted (or any below it),
 /// and every delegation below it; what they hold ends at once. An admin may
 /// revoke any of the team's.
+#[utoipa::path(
+    delete,
+    operation_id = "delegations_revoke",
+    path = "/v1/delegations/{id}",
+    tag = "delegations",
+    summary = "Revoke a delegation",
+    params(("id" = String, Path, description = "Delegation id")),
+    responses((status = 200, description = "The delegation and every one below it, revoked.", body = DelegationRevoked), crate::openapi::refusals::ReadOne),
+)]
 pub async fn revoke(
     State(state): State<AppState>,
     p: Principal,
@@ -324,6 +350,15 @@ pub async fn revoke(
 }
 
 /// `/.well-known/jwks.json`: the public keys delegation tokens are verified with.
+#[utoipa::path(
+    get,
+    operation_id = "delegations_jwks",
+    path = "/.well-known/jwks.json",
+    tag = "delegations",
+    summary = "Delegation verification keys",
+    security(()),
+    responses((status = 200, description = "A JWK set: the public keys delegation tokens are verified with.", body = Object), crate::openapi::refusals::Public),
+)]
 pub async fn jwks(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let _ = state
         .signing_keys

@@ -11,6 +11,19 @@ pub mod verify;
 
 use std::sync::Arc;
 
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+
+/// `/v1/delegations` and the public keys that verify what it mints.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(mint::create, mint::list))
+        .routes(routes!(mint::revoke))
+        .routes(routes!(mint::jwks))
+}
+
 use latchkey_protocol::delegation::DelegationScope;
 use latchkey_protocol::policy::{EffectivePolicy, Layer, Policy};
 

@@ -61,6 +61,23 @@ fn store_refusal(e: &StoreError) -> Refusal {
     }
 }
 
+#[utoipa::path(
+    post,
+    operation_id = "extension_authorize",
+    path = "/extension/authorize",
+    tag = "extension",
+    summary = "Pair a browser, or renew its device token",
+    description = "`Authorization: Bearer <pairing secret or device token>`; the body names the next token. Refusals are `{\"error\": <tag>}` as the extension contract spells them (docs/protocol.md, \"Pairing and renewal\").",
+    security(()),
+    request_body = latchkey_protocol::authorize::AuthorizeRequest,
+    responses(
+        (status = 200, description = "The device grant.", body = latchkey_protocol::authorize::AuthorizeGrant),
+        (status = 400, description = "`invalid_request` / `invalid_upgrade`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 401, description = "`invalid_authorization`: unknown, used, expired or revoked credential.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 429, description = "`rate_limited`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 503, description = "`authorization_store_busy` or `connection_capacity_reached`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+    ),
+)]
 pub async fn authorize(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

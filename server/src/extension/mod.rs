@@ -9,8 +9,8 @@ pub(crate) mod reply;
 pub(crate) mod unpair;
 pub mod upgrade;
 
-use axum::Router;
-use axum::routing::{delete, get, post};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -20,6 +20,19 @@ use axum::response::{IntoResponse, Response};
 
 use crate::app::AppState;
 
+/// The extension socket at `/`, in local mode only, as a local bsk daemon serves it.
+#[utoipa::path(
+    get,
+    operation_id = "extension_socket_local",
+    path = "/",
+    tag = "extension",
+    summary = "The extension socket (local mode)",
+    security(()),
+    responses(
+        (status = 101, description = "Switching to the extension socket, in local mode."),
+        (status = 404, description = "Not local mode.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+    ),
+)]
 async fn local_root(
     state: State<AppState>,
     peer: ConnectInfo<std::net::SocketAddr>,
@@ -34,21 +47,15 @@ async fn local_root(
 }
 
 /// Routes under `/extension`. Any other method on these paths answers 404, as bsk does.
-pub fn routes() -> Router<AppState> {
-    Router::new()
+pub fn routes() -> OpenApiRouter<AppState> {
+    let bsk = |(schemas, paths, method): utoipa_axum::router::UtoipaMethodRouter<AppState>| {
+        (schemas, paths, method.fallback(reply::not_found))
+    };
+    OpenApiRouter::new()
         // Local mode also accepts extensions at `/`, as a local bsk daemon does;
         // elsewhere `/` answers 404.
-        .route("/", get(local_root).fallback(reply::not_found))
-        .route(
-            "/extension",
-            get(upgrade::extension_socket).fallback(reply::not_found),
-        )
-        .route(
-            "/extension/authorize",
-            post(authorize::authorize).fallback(reply::not_found),
-        )
-        .route(
-            "/extension/device",
-            delete(unpair::unpair).fallback(reply::not_found),
-        )
+        .routes(bsk(routes!(local_root)))
+        .routes(bsk(routes!(upgrade::extension_socket)))
+        .routes(bsk(routes!(authorize::authorize)))
+        .routes(bsk(routes!(unpair::unpair)))
 }

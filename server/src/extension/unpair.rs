@@ -23,6 +23,22 @@ use crate::audit::{Event, action};
 use crate::auth::secret;
 use crate::rate_limits::client_ip::client_ip;
 
+#[utoipa::path(
+    delete,
+    operation_id = "extension_unpair",
+    path = "/extension/device",
+    tag = "extension",
+    summary = "Unpair this browser",
+    description = "`Authorization: Bearer <device token>`: the device revokes itself.",
+    security(()),
+    responses(
+        (status = 204, description = "Unpaired; the device token no longer works."),
+        (status = 400, description = "`invalid_request` / `invalid_upgrade`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 401, description = "`invalid_authorization`: unknown, used, expired or revoked credential.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 429, description = "`rate_limited`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 503, description = "`authorization_store_busy` or `connection_capacity_reached`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+    ),
+)]
 pub async fn unpair(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

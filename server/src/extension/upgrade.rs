@@ -75,6 +75,23 @@ async fn authenticate(
     }
 }
 
+#[utoipa::path(
+    get,
+    operation_id = "extension_socket",
+    path = "/extension",
+    tag = "extension",
+    summary = "The extension socket",
+    description = "The authenticated WebSocket upgrade a paired extension dials (docs/protocol.md, \"The upgrade\").",
+    security(()),
+    responses(
+        (status = 101, description = "Switching to the extension socket."),
+        (status = 400, description = "`invalid_request` / `invalid_upgrade`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 401, description = "`invalid_authorization`: unknown, used, expired or revoked credential.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 429, description = "`rate_limited`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 503, description = "`authorization_store_busy` or `connection_capacity_reached`, with `Retry-After`.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+        (status = 403, description = "`invalid_authorization`: an Origin that is not an allowed extension.", body = latchkey_protocol::authorize::AuthorizeErrorBody),
+    ),
+)]
 pub async fn extension_socket(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

@@ -71,9 +71,34 @@ pub fn metadata(state: &AppState) -> Value {
     doc
 }
 
-/// `GET /.well-known/oauth-protected-resource[/mcp]`.
+/// The protected-resource metadata, at the well-known root: the MCP endpoint is
+/// the only protected resource that names an authorization server.
+#[utoipa::path(
+    get,
+    operation_id = "mcp_resource_metadata",
+    path = "/.well-known/oauth-protected-resource",
+    tag = "mcp",
+    summary = "OAuth protected-resource metadata (RFC 9728)",
+    security(()),
+    responses((status = 200, description = "The metadata document.", body = Object)),
+)]
 pub async fn resource_metadata(State(state): State<AppState>) -> Json<Value> {
     Json(metadata(&state))
+}
+
+/// The same document at the path RFC 9728 derives from the resource `/mcp`,
+/// which the 401's `WWW-Authenticate` names.
+#[utoipa::path(
+    get,
+    operation_id = "mcp_resource_metadata_for_mcp",
+    path = "/.well-known/oauth-protected-resource/mcp",
+    tag = "mcp",
+    summary = "OAuth protected-resource metadata for /mcp (RFC 9728)",
+    security(()),
+    responses((status = 200, description = "The metadata document.", body = Object)),
+)]
+pub async fn resource_metadata_for_mcp(state: State<AppState>) -> Json<Value> {
+    resource_metadata(state).await
 }
 
 #[cfg(test)]

@@ -17,10 +17,11 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::{Deserialize, Serialize};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::AppState;
 
@@ -132,8 +133,16 @@ fn hosts_and_origins(state: &AppState) -> (Vec<String>, Vec<String>) {
     (hosts, origins)
 }
 
-/// `/mcp` and its metadata, or nothing when the operator turned MCP off.
-pub fn routes(state: &AppState) -> Router<AppState> {
+/// The RFC 9728 metadata documents (docs/mcp.md, "Authorization").
+pub(crate) fn metadata_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(auth::resource_metadata))
+        .routes(routes!(auth::resource_metadata_for_mcp))
+}
+
+/// `/mcp`, or nothing when the operator turned MCP off. Documented by hand in
+/// [`crate::openapi`]: rmcp's service, not an axum handler, answers it.
+pub fn service(state: &AppState) -> Router<AppState> {
     if !state.config.mcp.enabled {
         return Router::new();
     }
@@ -155,17 +164,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    Router::new()
-        .route_service(PATH, service)
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ))
-        .route(METADATA_PATH, get(auth::resource_metadata))
-        .route(
-            &format!("{METADATA_PATH}{PATH}"),
-            get(auth::resource_metadata),
-        )
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "rmcp's service; its operation is declared in openapi/mod.rs"
+    )]
+    let mounted = Router::new().route_service(PATH, service);
+    mounted.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::authenticate,
+    ))
 }
 
 #[cfg(test)]

@@ -276,6 +276,10 @@ pub async fn serve(
 ) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the metrics listener is the operator's own, not the public API"
+    )]
     let app = Router::new()
         .route("/metrics", get(render))
         .with_state(handle);
