@@ -34,6 +34,8 @@ pub struct AppState {
     pub(crate) token_reads: crate::store::token_reads::TokenReads,
     /// API tokens in use here: revoking or expiring one ends what it holds.
     pub(crate) tokens: crate::auth::token_watch::TokenWatch,
+    /// Token records read recently, good while no revocation has happened since.
+    pub(crate) token_cache: crate::auth::token_cache::TokenCache,
     pub(crate) agent_sockets: crate::agent::socket_slots::AgentSocketCounter,
     /// Pairing attempts and anything else on `/extension/authorize` that is not a
     /// known device's renewal: per client address and per node.
@@ -91,6 +93,7 @@ impl AppState {
                 ),
             ),
             tokens: crate::auth::token_watch::TokenWatch::default(),
+            token_cache: crate::auth::token_cache::TokenCache::default(),
             agent_sockets: crate::agent::socket_slots::AgentSocketCounter::default(),
             public_base,
             tasks: TaskTracker::new(),

@@ -4,4 +4,5 @@
 pub mod bootstrap;
 pub(crate) mod principal;
 pub mod secret;
+pub(crate) mod token_cache;
 pub(crate) mod token_watch;

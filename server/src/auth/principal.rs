@@ -96,13 +96,24 @@ impl FromRequestParts<AppState> for Principal {
         // few times.
         let (token, lease) = loop {
             let epoch = state.tokens.epoch();
-            let token = state
-                .store
-                .api_token_by_hash(&hash)
-                .await?
-                .filter(|t| secret::ct_eq(&t.token_hash, &hash))
-                .ok_or_else(ApiError::unauthorized)?;
             let now = state.clock.now_ms();
+            // A record read under this epoch is as good as a new read: any
+            // revocation since would have advanced it (auth::token_cache).
+            let token = match state.token_cache.get(&hash, epoch, now) {
+                Some(token) => token,
+                None => {
+                    let token = state
+                        .store
+                        .api_token_by_hash(&hash)
+                        .await?
+                        .filter(|t| secret::ct_eq(&t.token_hash, &hash))
+                        .ok_or_else(ApiError::unauthorized)?;
+                    state
+                        .token_cache
+                        .put(hash.clone(), token.clone(), epoch, now);
+                    token
+                }
+            };
             if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
                 return Err(ApiError::unauthorized());
             }
@@ -113,13 +124,15 @@ impl FromRequestParts<AppState> for Principal {
         let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
         let now = state.clock.now_ms();
         // Recorded at most once a minute per token, so reads do not become writes.
-        if token.last_used_at.is_none_or(|t| now - t > 60_000)
-            && let Err(e) = state
+        if token.last_used_at.is_none_or(|t| now - t > 60_000) {
+            match state
                 .store
                 .touch_api_token(&token.tenant_id, &token.id, now)
                 .await
-        {
-            tracing::debug!(error = %e, "last_used_at not updated");
+            {
+                Ok(()) => state.token_cache.touched(&hash, now),
+                Err(e) => tracing::debug!(error = %e, "last_used_at not updated"),
+            }
         }
         tracing::Span::current().record("tenant", tracing::field::display(&token.tenant_id));
         Ok(Principal {
