@@ -98,6 +98,11 @@ const PAIR_ATTEMPTS: u32 = 20;
 /// Pairing retries so far (reported once on stderr, then only counted).
 static PAIR_RETRIES: AtomicU64 = AtomicU64::new(0);
 
+/// Pairings retried after a refusal since the process started.
+pub fn pair_retries() -> u64 {
+    PAIR_RETRIES.load(Ordering::Relaxed)
+}
+
 /// Pair `n` extensions with latchkeyd, `concurrency` at a time.
 pub async fn pair(
     server: &Latchkeyd,

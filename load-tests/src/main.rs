@@ -16,6 +16,7 @@ mod handshake;
 mod idle;
 mod latency;
 mod mcp_path;
+mod pairing;
 mod pairs;
 mod payload;
 mod policed;
@@ -140,6 +141,18 @@ enum Scenario {
         /// How many of them to revoke (one at a time).
         #[arg(long, default_value_t = 500)]
         samples: usize,
+        /// Use the machine's PostgreSQL instead of SQLite.
+        #[arg(long)]
+        postgres: bool,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Pairing in bulk: links made and redeemed, pairings a second, refusals.
+    Pairing {
+        #[arg(long, default_value_t = 10_000)]
+        devices: usize,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
         /// Use the machine's PostgreSQL instead of SQLite.
         #[arg(long)]
         postgres: bool,
@@ -352,6 +365,16 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             audit_export::print(&r);
             save(&out.out, &format!("audit-export-{}", r.backend), &r)
         }
+        Scenario::Pairing {
+            devices,
+            concurrency,
+            postgres,
+            out,
+        } => {
+            let r = pairing::run(devices, concurrency, postgres).await?;
+            pairing::print(&r);
+            save(&out.out, &format!("pairing-{}", r.backend), &r)
+        }
         Scenario::Quick { out } => quick(&out).await,
         Scenario::ServeRelay { tls_cert, tls_key } => {
             relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
@@ -390,6 +413,11 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
     save(out, "revoke", &r)?;
+    // A store that works answers every pairing: a refusal is an error here.
+    let r = pairing::run(300, 64, false).await?;
+    pairing::print(&r);
+    anyhow::ensure!(r.retried == 0, "{} pairings were refused", r.retried);
+    save(out, "pairing-sqlite", &r)?;
     let r = audit_writer::sqlite(2_000).await?;
     audit_writer::print(&r);
     save(out, "audit-writer-sqlite", &r)?;

@@ -186,16 +186,30 @@ pub struct Latchkeyd {
 
 impl Latchkeyd {
     pub async fn start(options: &ServerOptions) -> anyhow::Result<Self> {
+        Self::start_on(options, None).await
+    }
+
+    /// On PostgreSQL at `database_url`, or SQLite in the temporary directory.
+    pub async fn start_on(
+        options: &ServerOptions,
+        database_url: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("latchkeyd.toml");
         let mut limits = latchkey_server::config::Limits::default();
         unthrottled(&mut limits, options.devices);
         limits.max_calls_in_flight_per_device = options.calls_in_flight_per_device;
         #[derive(serde::Serialize)]
-        struct File {
+        struct File<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            database_url: Option<&'a str>,
             limits: latchkey_server::config::Limits,
         }
-        std::fs::write(&config, toml::to_string(&File { limits })?)?;
+        let file = File {
+            database_url,
+            limits,
+        };
+        std::fs::write(&config, toml::to_string(&file)?)?;
         let mut args: Vec<String> = vec![
             "serve-latchkeyd".into(),
             "--config".into(),

@@ -87,7 +87,7 @@ macro_rules! impl_sql_audit_chain {
         /// Lock the tenant's chain head for this transaction and read it, creating
         /// it at the genesis when the tenant has none yet.
         async fn lock_audit_head(
-            tx: &mut sqlx::Transaction<'static, <$store as $crate::store::sql::Backend>::Db>,
+            tx: &mut $crate::store::write_tx::WriteTx<<$store as $crate::store::sql::Backend>::Db>,
             tenant_id: &str,
         ) -> Result<(i64, String), $crate::store::StoreError> {
             for _ in 0..2 {
@@ -117,7 +117,7 @@ macro_rules! impl_sql_audit_chain {
         /// Each row's place and hash in its tenant's chain, in the order given,
         /// with every tenant's head moved past them (in this transaction).
         async fn extend_audit_chains(
-            tx: &mut sqlx::Transaction<'static, <$store as $crate::store::sql::Backend>::Db>,
+            tx: &mut $crate::store::write_tx::WriteTx<<$store as $crate::store::sql::Backend>::Db>,
             rows: &[$crate::audit_chain::Content<'_>],
         ) -> Result<Vec<(i64, String)>, $crate::store::StoreError> {
             let mut heads: std::collections::HashMap<&str, (i64, String)> =
@@ -152,7 +152,7 @@ macro_rules! impl_sql_audit_chain {
         /// Insert audit rows, each in its place in its tenant's chain (in this
         /// transaction): one statement per chunk, not per row.
         async fn insert_chained_events(
-            tx: &mut sqlx::Transaction<'static, <$store as $crate::store::sql::Backend>::Db>,
+            tx: &mut $crate::store::write_tx::WriteTx<<$store as $crate::store::sql::Backend>::Db>,
             events: &[$crate::store::NewAuditEvent],
         ) -> Result<(), $crate::store::StoreError> {
             let content: Vec<$crate::audit_chain::Content<'_>> =

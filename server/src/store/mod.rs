@@ -28,6 +28,7 @@ mod timed;
 mod timed_keeping;
 pub mod token_reads;
 pub mod webhooks;
+pub(crate) mod write_tx;
 
 use async_trait::async_trait;
 

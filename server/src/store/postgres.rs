@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgPool, Postgres};
 
 use super::StoreError;
 use super::audit_chain::{chained_columns, impl_sql_audit_chain};
@@ -66,8 +66,11 @@ impl PostgresStore {
         Ok(Self { pool })
     }
 
-    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
-        self.pool.begin().await
+    async fn begin_write(&self) -> Result<super::write_tx::WriteTx<Postgres>, sqlx::Error> {
+        Ok(super::write_tx::WriteTx::new(
+            self.pool.begin().await?,
+            None,
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{Sqlite, SqlitePool};
 
 use super::StoreError;
 use super::audit_chain::{chained_columns, impl_sql_audit_chain};
@@ -20,6 +20,7 @@ use super::sql::{Backend, device_columns, impl_sql_store};
 use super::sql_batches::impl_sql_batches;
 use super::sql_pairings::impl_sql_pairings;
 use super::webhooks::{impl_sql_webhooks, webhook_columns};
+use super::write_tx::{WriteQueue, WriteTx};
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
@@ -29,6 +30,8 @@ pub const SQLITE_MAX_CONNECTIONS: u32 = 8;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// This process's writers, in turn (store/write_tx.rs).
+    writers: WriteQueue,
 }
 
 impl Backend for SqliteStore {
@@ -72,11 +75,18 @@ impl SqliteStore {
             .execute(&pool)
             .await
             .map_err(unreadable)?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writers: WriteQueue::default(),
+        })
     }
 
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
+    /// The writer's turn first, then SQLite's lock (`BEGIN IMMEDIATE`), held to the
+    /// end of the transaction.
+    async fn begin_write(&self) -> Result<WriteTx<Sqlite>, sqlx::Error> {
+        let turn = self.writers.turn().await?;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx::new(tx, Some(turn)))
     }
 }
 
