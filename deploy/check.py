@@ -70,6 +70,12 @@ def compose() -> None:
     mounts = services["nginx"].get("volumes", [])
     check(any(m.startswith("./nginx/latchkey.conf:") for m in mounts), "compose: nginx uses deploy/nginx/latchkey.conf")
     check((ROOT / "deploy" / "nginx" / "latchkey.conf").exists(), "compose: the nginx site file exists")
+    check(
+        "./nginx/nginx.conf:/etc/nginx/nginx.conf:ro" in mounts,
+        "compose: nginx uses deploy/nginx/nginx.conf (sized for a fleet) as its main context",
+    )
+    main = (ROOT / "deploy" / "nginx" / "nginx.conf").read_text()
+    check("include /etc/nginx/conf.d/latchkey.conf;" in main, "nginx.conf includes the site where compose mounts it")
     check({"postgres-data", "latchkey-data"} <= set(doc.get("volumes", {})), "compose: named volumes")
 
 

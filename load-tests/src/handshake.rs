@@ -142,6 +142,7 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<HandshakeRe
         tls: true,
         devices: 0,
         calls_in_flight_per_device: 8,
+        behind_proxy: None,
     })
     .await?;
     let relay = Relay::start(true).await?;

@@ -146,6 +146,7 @@ pub async fn run(devices: usize, steps: usize, window_secs: f64) -> anyhow::Resu
         tls: true,
         devices,
         calls_in_flight_per_device: 8,
+        behind_proxy: None,
     })
     .await?;
     let exts = fleet::pair(&server, devices, 8).await?;

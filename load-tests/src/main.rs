@@ -11,6 +11,7 @@
 mod agents;
 mod audit_export;
 mod audit_writer;
+mod behind_nginx;
 mod fleet;
 mod handshake;
 mod idle;
@@ -103,6 +104,14 @@ enum Scenario {
         /// Seconds for the latency rounds, and again for the throughput point.
         #[arg(long, default_value_t = 10.0)]
         seconds: f64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// N devices through the shipped nginx files: all online, and nginx's memory
+    /// per device (docs/deploy.md, "Sizing nginx").
+    Nginx {
+        #[arg(long, default_value_t = 3_000)]
+        devices: usize,
         #[command(flatten)]
         out: Out,
     },
@@ -293,6 +302,17 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             mcp_path::print(&r);
             save(&out.out, "mcp", &r)
         }
+        Scenario::Nginx { devices, out } => {
+            let r = behind_nginx::run(devices).await?;
+            behind_nginx::print(&r);
+            anyhow::ensure!(
+                r.online == r.devices,
+                "only {} of {} devices stayed online through nginx",
+                r.online,
+                r.devices
+            );
+            save(&out.out, "nginx", &r)
+        }
         Scenario::Payload {
             bytes,
             seconds,
@@ -418,6 +438,17 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     pairing::print(&r);
     anyhow::ensure!(r.retried == 0, "{} pairings were refused", r.retried);
     save(out, "pairing-sqlite", &r)?;
+    // The shipped nginx holds more browsers than Debian's stock main context
+    // (about 380 per worker): every one of 1,200 must connect and stay.
+    let r = behind_nginx::run(1_200).await?;
+    behind_nginx::print(&r);
+    anyhow::ensure!(
+        r.online == r.devices,
+        "only {} of {} devices stayed online through nginx",
+        r.online,
+        r.devices
+    );
+    save(out, "nginx", &r)?;
     let r = audit_writer::sqlite(2_000).await?;
     audit_writer::print(&r);
     save(out, "audit-writer-sqlite", &r)?;

@@ -117,6 +117,7 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         tls: false,
         devices: DEVICES,
         calls_in_flight_per_device: 64,
+        behind_proxy: None,
     })
     .await?;
     let sample = server.sampler();

@@ -30,6 +30,7 @@ pub async fn run(
         tls: false,
         devices,
         calls_in_flight_per_device: 8,
+        behind_proxy: None,
     };
     let (server, scratch) = if postgres {
         let admin_url = match latchkey_testkit::Backend::postgres().await {

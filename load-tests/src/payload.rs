@@ -79,6 +79,7 @@ pub async fn run(sizes: &[usize], seconds: f64) -> anyhow::Result<PayloadReport>
         tls: false,
         devices: sizes.len(),
         calls_in_flight_per_device: 8,
+        behind_proxy: None,
     })
     .await?;
     let relay = Relay::start(false).await?;

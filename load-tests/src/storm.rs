@@ -142,6 +142,7 @@ pub async fn run(devices: usize, jitters: &[Duration]) -> anyhow::Result<StormRe
         tls: true,
         devices,
         calls_in_flight_per_device: 8,
+        behind_proxy: None,
     })
     .await?;
     let exts = fleet::pair(&server, devices, 8).await?;

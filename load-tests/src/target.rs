@@ -43,6 +43,9 @@ pub struct ServerOptions {
     pub tls: bool,
     pub devices: usize,
     pub calls_in_flight_per_device: usize,
+    /// Behind a proxy listening on 127.0.0.1 at this port: latchkeyd's public URL
+    /// names it, and 127.0.0.1 is its trusted proxy.
+    pub behind_proxy: Option<u16>,
 }
 
 /// Environment variable: a command line that latchkeyd's process is started under.
@@ -222,6 +225,14 @@ impl Latchkeyd {
             "127.0.0.1:0".into(),
         ];
         let certs = tls_args(options.tls, dir.path(), &mut args)?;
+        if let Some(port) = options.behind_proxy {
+            args.extend([
+                "--public-url".into(),
+                format!("wss://localhost:{port}"),
+                "--trusted-proxy".into(),
+                "127.0.0.1/32".into(),
+            ]);
+        }
         args.push("serve".into());
         let process = ChildProcess::spawn(
             &args,
@@ -282,11 +293,19 @@ impl Latchkeyd {
         ))
     }
 
-    /// A pairing link redeemed by a new extension.
+    /// A pairing link redeemed by a new extension, directly with latchkeyd even
+    /// when the link names a proxy in front of it.
     pub async fn paired_extension(&self) -> anyhow::Result<FakeExtension> {
         let pairing = self.admin().create_pairing(None, None).await?;
-        let mut ext =
-            FakeExtension::from_link(&pairing.link, self.http.clone(), self.client_tls.clone())?;
+        let (_, secret) = pairing
+            .link
+            .split_once('#')
+            .context("link without a secret")?;
+        let link = format!(
+            "{}/extension#{secret}",
+            self.http_base.replacen("http", "ws", 1)
+        );
+        let mut ext = FakeExtension::from_link(&link, self.http.clone(), self.client_tls.clone())?;
         ext.pair().await?;
         Ok(ext)
     }

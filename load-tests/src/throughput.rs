@@ -113,6 +113,7 @@ pub async fn run(
         tls: false,
         devices: MAX_PAIRS,
         calls_in_flight_per_device: 64,
+        behind_proxy: None,
     };
     let server = Latchkeyd::start(&options).await?;
     if policy {

@@ -1,5 +1,5 @@
-//! latchkeyd behind the real nginx (Debian's package) with `deploy/nginx/latchkey.conf`
-//! on loopback ports: pairing, a TLS WebSocket and an agent call through the proxy,
+//! latchkeyd behind the real nginx (Debian's package) with `deploy/nginx/nginx.conf`
+//! and `latchkey.conf` (testkit's `Nginx`) on loopback ports: pairing, a TLS WebSocket and an agent call through the proxy,
 //! an idle connection outliving the proxy's read timeout thanks to heartbeats, the
 //! client address as latchkeyd sees it (forged X-Forwarded-For ignored), and an
 //! access log without secrets. Timeouts are scaled down 100× (300 s → 3 s).
@@ -7,130 +7,26 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use latchkey_testkit::extension::{Ended, TEST_EXTENSION_ORIGIN};
 use latchkey_testkit::tls::TestCerts;
 use latchkey_testkit::{
-    AdminClient, Backend, FakeAgent, FakeBrowser, FakeExtension, TestServer, wait_until,
+    AdminClient, Backend, FakeAgent, FakeBrowser, FakeExtension, Nginx, NginxOptions, TestServer,
+    wait_until,
 };
 use serde_json::json;
 
 const CLIENT: &str = "127.0.0.2";
 
-fn nginx_binary() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-/// `deploy/nginx/latchkey.conf` with test ports, paths and scaled timeouts. Every
-/// replaced literal must be there, so the test follows the shipped file.
-fn render_site(port: u16, upstream: &str, dir: &Path) -> String {
-    let shipped = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/nginx/latchkey.conf"
-    ))
-    .expect("deploy/nginx/latchkey.conf");
-    let replacements = [
-        ("listen 443 ssl;", format!("listen 127.0.0.1:{port} ssl;")),
-        ("server 127.0.0.1:52800;", format!("server {upstream};")),
-        (
-            "server_name gw.example.com;",
-            "server_name localhost;".to_string(),
-        ),
-        (
-            "/etc/latchkey/tls/fullchain.pem",
-            dir.join("cert.pem").display().to_string(),
-        ),
-        (
-            "/etc/latchkey/tls/privkey.pem",
-            dir.join("key.pem").display().to_string(),
-        ),
-        (
-            "/var/log/nginx/latchkey.access.log",
-            dir.join("access.log").display().to_string(),
-        ),
-        ("300s;", "3s;".to_string()),
-    ];
-    let mut site = shipped;
-    for (from, to) in replacements {
-        assert!(
-            site.contains(from),
-            "deploy/nginx/latchkey.conf no longer contains {from:?}"
-        );
-        site = site.replace(from, &to);
-    }
-    site
-}
-
-struct Nginx {
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-async fn start_nginx(binary: &Path, certs: &TestCerts, upstream: &str, port: u16) -> Nginx {
-    let dir = tempfile::tempdir().expect("tempdir");
-    certs.write(dir.path()).expect("certs");
-    let d = dir.path().display();
-    std::fs::write(
-        dir.path().join("latchkey.conf"),
-        render_site(port, upstream, dir.path()),
-    )
-    .expect("site");
-    // One process (`master_process off`): dropping the child kills all of nginx. With a
-    // master, the kill on drop reached only the master and left its worker running.
-    let main = format!(
-        "daemon off;\nmaster_process off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
-         events {{ worker_connections 256; }}\nhttp {{\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
-         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-         include {d}/latchkey.conf;\n}}\n"
-    );
-    std::fs::write(dir.path().join("nginx.conf"), main).expect("main conf");
-    let child = tokio::process::Command::new(binary)
-        .arg("-c")
-        .arg(dir.path().join("nginx.conf"))
-        .arg("-p")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start nginx");
-    let up = wait_until(Duration::from_secs(10), || async {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-    })
-    .await;
-    assert!(
-        up,
-        "nginx did not start: {}",
-        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
-    );
-    Nginx { child, dir, port }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latchkeyd_behind_nginx() {
-    let Some(binary) = nginx_binary() else {
+    let Some(binary) = Nginx::binary() else {
         assert!(std::env::var_os("CI").is_none(), "nginx is required in CI");
         eprintln!("\n!!! SKIPPED: nginx is not installed (apt-get install nginx) !!!\n");
         return;
     };
-    let port = free_port();
+    let port = latchkey_testkit::nginx::free_port().expect("port");
     let public = format!("wss://localhost:{port}");
     let server = TestServer::builder(Backend::Sqlite)
         .config(move |c| {
@@ -141,7 +37,14 @@ async fn latchkeyd_behind_nginx() {
         .await
         .expect("server");
     let certs = TestCerts::generate().expect("certs");
-    let mut nginx = start_nginx(&binary, &certs, &server.addr().to_string(), port).await;
+    let options = NginxOptions {
+        upstream: server.addr().to_string(),
+        port,
+        read_timeout: Some("3s".into()),
+    };
+    let nginx = Nginx::start(&binary, &certs, &options)
+        .await
+        .expect("nginx");
     let base = format!("https://localhost:{}", nginx.port);
     let client_ip: IpAddr = CLIENT.parse().expect("ip");
     let http = latchkey_testkit::reqwest::Client::builder()
@@ -323,7 +226,7 @@ async fn latchkeyd_behind_nginx() {
     }
 
     // The access log has the requests and nothing secret.
-    let log = std::fs::read_to_string(nginx.dir.path().join("access.log")).expect("access log");
+    let log = nginx.access_log();
     assert!(log.contains("POST /extension/authorize"), "{log}");
     assert!(log.contains("GET /extension HTTP/1.1\" 101"), "{log}");
     assert!(log.starts_with(CLIENT), "{log}");
@@ -387,6 +290,6 @@ async fn latchkeyd_behind_nginx() {
     }
     assert!(routed >= 58, "{routed} operations through nginx");
 
-    let _ = nginx.child.kill().await;
+    nginx.stop().await;
     server.stop().await;
 }

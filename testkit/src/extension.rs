@@ -108,6 +108,14 @@ impl FakeExtension {
         })
     }
 
+    /// Dial `ws_url` over `tls` from now on: a proxy in front of the server this
+    /// extension paired with directly (pairing many through a proxy would meet
+    /// the proxy's own per-address request limits).
+    pub fn via(&mut self, ws_url: &str, tls: Option<Arc<rustls::ClientConfig>>) {
+        self.ws_url = ws_url.to_string();
+        self.tls = tls;
+    }
+
     /// POST /authorize with any bearer and body, returning what came back.
     pub async fn authorize_raw(
         &self,
