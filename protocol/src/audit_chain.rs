@@ -42,7 +42,12 @@ pub struct Content<'a> {
 impl Content<'_> {
     /// The row's hash at place `seq`, after the row whose hash is `prev`.
     pub fn hash(&self, prev: &str, seq: i64) -> String {
-        let canonical = serde_json::json!([
+        let mut digest = Sha256::new();
+        digest.update(prev.as_bytes());
+        digest.update(b"\n");
+        // The canonical form, a compact JSON array, streamed into the digest
+        // (a row per tool call is hashed on the node's busiest path).
+        let canonical = (
             self.tenant_id,
             seq,
             self.at,
@@ -50,13 +55,11 @@ impl Content<'_> {
             self.action,
             self.target,
             self.outcome,
-            self.detail
-        ])
-        .to_string();
-        let mut digest = Sha256::new();
-        digest.update(prev.as_bytes());
-        digest.update(b"\n");
-        digest.update(canonical.as_bytes());
+            self.detail,
+        );
+        // Writing into a digest cannot fail, nor can serialising strings and
+        // numbers: there is no error to lose.
+        let _ = serde_json::to_writer(Hashing(&mut digest), &canonical);
         hex::encode(digest.finalize())
     }
 
@@ -430,6 +433,20 @@ pub fn export_schema() -> serde_json::Value {
         "canonical_content": "[tenant_id, seq, at_ms, actor, action, target, outcome, detail] as a JSON array; hash = hex(SHA-256(previous hash ‖ \"\\n\" ‖ canonical content)); the first row follows 64 zeros",
         "checkpoint_message": "latchkey audit checkpoint v1\\n<tenant_id>\\n<seq>\\n<hash>\\n<at_ms of the checkpoint row>, signed with Ed25519",
     })
+}
+
+/// Bytes written into a SHA-256 digest.
+struct Hashing<'a>(&'a mut Sha256);
+
+impl std::io::Write for Hashing<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -342,3 +342,47 @@ fn a_key_set_refuses_what_is_not_an_ed25519_key() {
     };
     assert!(VerifyingKeys::from_set(&short).is_err());
 }
+
+/// The hash is SHA-256 over the previous hash, a newline and the compact JSON
+/// array of the content, exactly as documented (docs/operations.md, "Tamper
+/// evidence"): every chain written so far, and every export, depends on these
+/// bytes.
+#[test]
+fn the_hash_is_over_the_documented_bytes() {
+    let tricky = [
+        (
+            "tn_1",
+            "token:ci",
+            "session.call",
+            Some("tool.navigate host:a.test 3ms"),
+        ),
+        ("tn_\"q\"", "naïve \\ 日本", "device.pair", None),
+        ("t", "line\nbreak\u{2028}", "x", Some("")),
+    ];
+    for (n, (tenant, actor, action, detail)) in tricky.into_iter().enumerate() {
+        let content = Content {
+            tenant_id: tenant,
+            at: 1_764_000_000_123,
+            actor,
+            action,
+            target: "session:se_1",
+            outcome: "ok",
+            detail,
+        };
+        let seq = i64::try_from(n).unwrap_or(0) + 41;
+        let canonical = serde_json::json!([
+            tenant,
+            seq,
+            content.at,
+            actor,
+            action,
+            "session:se_1",
+            "ok",
+            detail
+        ])
+        .to_string();
+        let mut digest = Sha256::new();
+        digest.update(format!("{GENESIS}\n{canonical}").as_bytes());
+        assert_eq!(content.hash(GENESIS, seq), hex::encode(digest.finalize()));
+    }
+}

@@ -56,6 +56,13 @@ pub fn clean(raw: &str, max_chars: usize) -> String {
         .to_string()
 }
 
+/// Whether [`clean`] would return `raw` unchanged with `max_chars`: no unsafe
+/// character, nothing to trim, and no more bytes (so no more characters) than
+/// the limit. Lets a writer keep a string it owns instead of copying it.
+pub fn is_clean(raw: &str, max_chars: usize) -> bool {
+    raw.len() <= max_chars && raw.trim().len() == raw.len() && !raw.chars().any(is_unsafe)
+}
+
 /// `raw` cut to at most `max_chars` characters, ending in `…` when it was cut.
 pub fn truncate(raw: &str, max_chars: usize) -> String {
     match raw.char_indices().nth(max_chars.saturating_sub(1)) {
@@ -82,6 +89,34 @@ pub fn for_terminal(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_clean_is_what_clean_keeps() {
+        let samples = [
+            "",
+            "session:abc",
+            "token:ci-bot",
+            " padded",
+            "padded ",
+            "tab\there",
+            "esc\u{1b}[31m",
+            "a\u{202E}b",
+            "naïve café",
+            "日本語テキスト",
+            "xxxxxxxxxx",
+            "quote\"and\\back",
+            "\u{85}next line",
+            "ends with nbsp\u{a0}",
+        ];
+        for raw in samples {
+            for max in [0, 3, 10, 40] {
+                if is_clean(raw, max) {
+                    assert_eq!(clean(raw, max), raw, "{raw:?} at {max}");
+                }
+            }
+            assert_eq!(is_clean(raw, 64), clean(raw, 64) == raw, "{raw:?}");
+        }
+    }
 
     #[test]
     fn escapes_and_bidi_are_removed() {

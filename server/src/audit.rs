@@ -234,19 +234,23 @@ impl Audit {
         NewAuditEvent {
             tenant_id: e.tenant_id.to_string(),
             at: self.clock.now_ms(),
-            actor: bounded(&e.actor, text::MAX_AUDIT_REF_CHARS),
+            actor: bounded(e.actor, text::MAX_AUDIT_REF_CHARS),
             action: e.action.to_string(),
-            target: bounded(&e.target, text::MAX_AUDIT_REF_CHARS),
-            outcome: bounded(e.outcome, text::MAX_AUDIT_REF_CHARS),
-            detail: e.detail.map(|d| bounded(&d, text::MAX_AUDIT_DETAIL_CHARS)),
+            target: bounded(e.target, text::MAX_AUDIT_REF_CHARS),
+            outcome: bounded(e.outcome.to_string(), text::MAX_AUDIT_REF_CHARS),
+            detail: e.detail.map(|d| bounded(d, text::MAX_AUDIT_DETAIL_CHARS)),
         }
     }
 }
 
 /// `raw` without unsafe characters, cut to `max` characters (ending in `…` when
-/// cut).
-fn bounded(raw: &str, max: usize) -> String {
-    text::truncate(&text::clean(raw, max.saturating_add(1)), max)
+/// cut). Most rows need neither, and keep their strings uncopied: a tool
+/// call's row is made on every call.
+fn bounded(raw: String, max: usize) -> String {
+    if text::is_clean(&raw, max) {
+        return raw;
+    }
+    text::truncate(&text::clean(&raw, max.saturating_add(1)), max)
 }
 
 /// `token:<name>` — an API token acting.

@@ -13,7 +13,6 @@ use latchkey_testkit::extension::{Ended, TEST_EXTENSION_ORIGIN};
 use latchkey_testkit::tls::TestCerts;
 use latchkey_testkit::{
     AdminClient, Backend, FakeAgent, FakeBrowser, FakeExtension, Nginx, NginxOptions, TestServer,
-    wait_until,
 };
 use serde_json::json;
 

@@ -198,7 +198,9 @@ pub fn row<'a>(
     notes: Notes<'_>,
     took: Duration,
 ) -> Event<'a> {
-    let mut detail = method.to_string();
+    use std::fmt::Write as _;
+    let mut detail = String::with_capacity(64);
+    detail.push_str(method);
     if let Some(h) = host {
         detail.push_str(" host:");
         detail.push_str(h);
@@ -211,7 +213,8 @@ pub fn row<'a>(
         detail.push_str(" help:");
         detail.push_str(h);
     }
-    detail.push_str(&format!(" {}ms", took.as_millis()));
+    // Writing into a String cannot fail.
+    let _ = write!(detail, " {}ms", took.as_millis());
     Event {
         tenant_id: &session.tenant_id,
         actor: session.actor.clone(),

@@ -159,7 +159,7 @@ macro_rules! impl_sql_audit_chain {
                 events.iter().map($crate::store::NewAuditEvent::content).collect();
             let placed = extend_audit_chains(tx, &content).await?;
             let rows: Vec<_> = events.iter().zip(&placed).collect();
-            for chunk in rows.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+            for chunk in $crate::store::sql_batches::statement_chunks(&rows) {
                 let mut q = sqlx::QueryBuilder::new(
                     "INSERT INTO audit_event (tenant_id, at, actor, action, target, outcome, detail, seq, hash) ",
                 );

@@ -45,10 +45,11 @@ struct Pending {
     done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
-/// Requests queued for the writer before callers wait for room.
-const WRITER_QUEUE: usize = 4096;
-/// Rows in one transaction at most.
-const MAX_BATCH: usize = 512;
+/// Requests queued for the writer before callers wait for room: four batches.
+const WRITER_QUEUE: usize = 4 * MAX_BATCH;
+/// Rows in one transaction at most: more than a node relays calls in a
+/// [`BACKGROUND_LINGER`] (about 600 here), so the linger never caps them.
+const MAX_BATCH: usize = 4096;
 /// How long a batch that starts with a row only queued ([`GroupCommit::enqueue`],
 /// a tool call's) waits for more before it is committed, unless an urgent row
 /// arrives first: such a row would otherwise cost a transaction of its own at
@@ -143,37 +144,148 @@ async fn group_commit(
             Some(p) = background.recv() => (p, false),
             else => break,
         };
-        // Rows only queued (a tool call's) gather for a moment; a row someone
-        // waits on is committed at once, and an urgent one is never held back.
-        let linger = !urgent_first && first.done.is_none();
+        let linger = lingers(&first, urgent_first, urgent.len() + background.len());
         let mut batch = vec![first];
         if linger {
-            tokio::select! {
-                Some(p) = urgent.recv() => batch.push(p),
-                () = tokio::time::sleep(BACKGROUND_LINGER) => {}
+            gather(&mut batch, &mut urgent).await;
+        }
+        take_queued(&mut batch, &mut urgent, &mut background);
+        // The rows move into the commit; what stays is who waits on them.
+        let mut seen: Vec<DeviceSeen> = Vec::new();
+        let mut events: Vec<NewAuditEvent> = Vec::with_capacity(batch.len());
+        let mut waiting = Vec::new();
+        let mut only_queued = false;
+        for p in batch {
+            seen.extend(p.seen);
+            events.extend(p.event);
+            match p.done {
+                Some(done) => waiting.push(done),
+                None => only_queued = true,
             }
         }
-        for queue in [&mut urgent, &mut background] {
-            while batch.len() < MAX_BATCH {
-                match queue.try_recv() {
-                    Ok(p) => batch.push(p),
-                    Err(_) => break,
-                }
-            }
-        }
-        let seen: Vec<DeviceSeen> = batch.iter().filter_map(|p| p.seen.clone()).collect();
-        let events: Vec<NewAuditEvent> = batch.iter().filter_map(|p| p.event.clone()).collect();
         let result = store.record_activity(&seen, &events).await;
         if let Err(e) = &result
-            && batch.iter().any(|p| p.done.is_none())
+            && only_queued
         {
             // Nobody waits on a queued row to hear of its failure.
             tracing::error!(error = %e, rows = events.len(), "audit rows could not be written");
         }
-        for p in batch {
-            if let Some(done) = p.done {
-                let _ = done.send(result.clone());
+        for done in waiting {
+            let _ = done.send(result.clone());
+        }
+    }
+}
+
+/// Move what is queued now into `batch`, urgent rows first, up to [`MAX_BATCH`].
+fn take_queued(
+    batch: &mut Vec<Pending>,
+    urgent: &mut mpsc::Receiver<Pending>,
+    background: &mut mpsc::Receiver<Pending>,
+) {
+    for queue in [urgent, background] {
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
             }
         }
+    }
+}
+
+/// Whether a batch that starts with `first` waits for company before its
+/// commit: only rows nobody waits on (a tool call's), never an urgent one, and
+/// not when `queued` rows already fill a batch. Every commit has a fixed cost
+/// (the transaction, the chain heads), so fewer, larger commits leave more of
+/// the node's cores to the calls, under load as much as at low load.
+fn lingers(first: &Pending, urgent_first: bool, queued: usize) -> bool {
+    !urgent_first && first.done.is_none() && queued + 1 < MAX_BATCH
+}
+
+/// Wait out [`BACKGROUND_LINGER`], cut short by an urgent row (which joins the
+/// batch). Queued rows are not received meanwhile, so that each does not wake
+/// the writer: they are taken together afterwards.
+async fn gather(batch: &mut Vec<Pending>, urgent: &mut mpsc::Receiver<Pending>) {
+    tokio::select! {
+        biased;
+        Some(p) = urgent.recv() => batch.push(p),
+        () = tokio::time::sleep(BACKGROUND_LINGER) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued() -> Pending {
+        Pending {
+            seen: None,
+            event: None,
+            done: None,
+        }
+    }
+
+    fn waited_on() -> Pending {
+        let (done, _answer) = oneshot::channel();
+        Pending {
+            seen: None,
+            event: None,
+            done: Some(done),
+        }
+    }
+
+    #[test]
+    fn only_queued_rows_linger_and_never_with_a_full_batch_waiting() {
+        assert!(lingers(&queued(), false, 0));
+        assert!(lingers(&queued(), false, MAX_BATCH - 2));
+        // A full batch is already there: nothing to wait for.
+        assert!(!lingers(&queued(), false, MAX_BATCH - 1));
+        assert!(!lingers(&queued(), true, 0));
+        assert!(!lingers(&waited_on(), false, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_linger_ends_with_its_time_or_an_urgent_row() {
+        let (u, mut ur) = mpsc::channel(WRITER_QUEUE);
+        let (b, mut br) = mpsc::channel(WRITER_QUEUE);
+        let start = tokio::time::Instant::now();
+        let mut batch = vec![queued()];
+        gather(&mut batch, &mut ur).await;
+        assert_eq!(start.elapsed(), BACKGROUND_LINGER);
+        assert_eq!(batch.len(), 1);
+
+        let start = tokio::time::Instant::now();
+        let feeder = tokio::spawn(async move {
+            for _ in 0..3 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                b.send(queued()).await.expect("send");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            u.send(waited_on()).await.expect("send");
+            (u, b)
+        });
+        let mut batch = vec![queued()];
+        gather(&mut batch, &mut ur).await;
+        take_queued(&mut batch, &mut ur, &mut br);
+        assert_eq!(start.elapsed(), std::time::Duration::from_millis(4));
+        assert_eq!(batch.len(), 5);
+        drop(feeder.await.expect("feeder"));
+    }
+
+    #[test]
+    fn a_batch_takes_urgent_rows_first_and_stops_when_full() {
+        let (u, mut ur) = mpsc::channel(WRITER_QUEUE);
+        let (b, mut br) = mpsc::channel(WRITER_QUEUE);
+        for _ in 0..MAX_BATCH {
+            b.try_send(queued()).expect("room");
+        }
+        for _ in 0..10 {
+            u.try_send(waited_on()).expect("room");
+        }
+        let mut batch = vec![queued()];
+        take_queued(&mut batch, &mut ur, &mut br);
+        assert_eq!(batch.len(), MAX_BATCH);
+        assert!(batch[1..11].iter().all(|p| p.done.is_some()));
+        // The rest stay queued, in order, for the next batch.
+        assert_eq!(br.len(), 11);
     }
 }

@@ -2,7 +2,7 @@
 //! [`impl_sql_batches!`] beside [`impl_sql_store!`](super::sql), which calls it:
 //! the grant reads of upgrades that arrive together, the grant sweep, and the group
 //! commit (last-seen updates and audit rows in one transaction, one multi-row
-//! statement per [`ROWS_PER_STATEMENT`] rows).
+//! statement per chunk of rows, [`statement_chunks`]).
 //!
 //! [`ROWS_PER_STATEMENT`]: super::sql::ROWS_PER_STATEMENT
 
@@ -72,7 +72,7 @@ macro_rules! impl_sql_batches {
             // store's worker).
             let seen = $crate::store::DeviceSeen::latest_per_device(seen);
             let mut tx = store.begin_write().await?;
-            for chunk in seen.chunks($crate::store::sql::ROWS_PER_STATEMENT) {
+            for chunk in $crate::store::sql_batches::statement_chunks(&seen) {
                 let mut q = sqlx::QueryBuilder::new(
                     "WITH seen (tenant_id, id, seen_at, browser_name, browser_version) AS (",
                 );
@@ -100,3 +100,50 @@ macro_rules! impl_sql_batches {
 }
 
 pub(super) use impl_sql_batches;
+
+/// `rows` in chunks for multi-row statements: full chunks of
+/// [`ROWS_PER_STATEMENT`](super::sql::ROWS_PER_STATEMENT), then the rest in powers of two (300 rows: 256, 32, 8,
+/// 4). Each chunk size is a statement of its own shape, prepared once per
+/// pooled connection and kept: nine shapes in all, where a rest of any size
+/// would prepare a new statement of up to 2,304 parameters on most commits and
+/// push the useful ones out of the statement cache.
+pub(crate) fn statement_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let size = if rest.len() >= super::sql::ROWS_PER_STATEMENT {
+            super::sql::ROWS_PER_STATEMENT
+        } else {
+            // The largest power of two not above what is left.
+            1 << rest.len().ilog2()
+        };
+        let (chunk, after) = rest.split_at(size);
+        rest = after;
+        Some(chunk)
+    })
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_row_once_in_few_shapes() {
+        let mut shapes = std::collections::BTreeSet::new();
+        for n in 0..=1100usize {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = statement_chunks(&rows).collect();
+            let joined: Vec<usize> = chunks.concat();
+            assert_eq!(joined, rows, "{n}");
+            shapes.extend(chunks.iter().map(|c| c.len()));
+        }
+        assert_eq!(
+            shapes.into_iter().collect::<Vec<_>>(),
+            vec![1, 2, 4, 8, 16, 32, 64, 128, 256]
+        );
+        let sizes: Vec<usize> = statement_chunks(&[0u8; 300]).map(<[u8]>::len).collect();
+        assert_eq!(sizes, vec![256, 32, 8, 4]);
+    }
+}
