@@ -126,6 +126,17 @@ pub async fn run(devices: usize) -> anyhow::Result<NginxReport> {
     })
 }
 
+/// Fails unless every device stayed online through nginx.
+pub fn all_online(r: &NginxReport) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        r.online == r.devices,
+        "only {} of {} devices stayed online through nginx",
+        r.online,
+        r.devices
+    );
+    Ok(())
+}
+
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")

@@ -305,12 +305,7 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
         Scenario::Nginx { devices, out } => {
             let r = behind_nginx::run(devices).await?;
             behind_nginx::print(&r);
-            anyhow::ensure!(
-                r.online == r.devices,
-                "only {} of {} devices stayed online through nginx",
-                r.online,
-                r.devices
-            );
+            behind_nginx::all_online(&r)?;
             save(&out.out, "nginx", &r)
         }
         Scenario::Payload {
@@ -442,12 +437,7 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     // (about 380 per worker): every one of 1,200 must connect and stay.
     let r = behind_nginx::run(1_200).await?;
     behind_nginx::print(&r);
-    anyhow::ensure!(
-        r.online == r.devices,
-        "only {} of {} devices stayed online through nginx",
-        r.online,
-        r.devices
-    );
+    behind_nginx::all_online(&r)?;
     save(out, "nginx", &r)?;
     let r = audit_writer::sqlite(2_000).await?;
     audit_writer::print(&r);
