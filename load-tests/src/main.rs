@@ -12,6 +12,7 @@ mod agents;
 mod audit_export;
 mod audit_writer;
 mod behind_nginx;
+mod cluster_revoke;
 mod fleet;
 mod handshake;
 mod idle;
@@ -140,6 +141,14 @@ enum Scenario {
         /// Jitter windows to run, milliseconds.
         #[arg(long, value_delimiter = ',', default_value = "0,1000")]
         jitter_ms: Vec<u64>,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Revoke → Close across two replicas in cluster mode (PostgreSQL and a
+    /// nats-server of its own), against the same replica in the same run.
+    ClusterRevoke {
+        #[arg(long, default_value_t = 1000)]
+        devices: usize,
         #[command(flatten)]
         out: Out,
     },
@@ -335,6 +344,11 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             storm::print(&r);
             save(&out.out, "storm", &r)
         }
+        Scenario::ClusterRevoke { devices, out } => {
+            let r = cluster_revoke::run(devices).await?;
+            cluster_revoke::print(&r);
+            save(&out.out, "cluster-revoke", &r)
+        }
         Scenario::Revoke {
             devices,
             samples,
@@ -427,6 +441,9 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     save(out, "storm", &r)?;
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
+    let r = cluster_revoke::run(40).await?;
+    cluster_revoke::print(&r);
+    save(out, "cluster-revoke", &r)?;
     save(out, "revoke", &r)?;
     // A store that works answers every pairing: a refusal is an error here.
     let r = pairing::run(300, 64, false).await?;

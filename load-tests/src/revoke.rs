@@ -44,6 +44,26 @@ pub struct RevokeReport {
     pub token_max_us: Option<u128>,
 }
 
+/// `devices` devices paired with `server` and online on it, with their ids,
+/// paired and connected in batches so setup does not become its own storm.
+pub async fn online_devices(
+    server: &TestServer,
+    devices: usize,
+) -> anyhow::Result<Vec<(String, latchkey_testkit::ExtensionSocket)>> {
+    let mut out = Vec::with_capacity(devices);
+    for chunk in (0..devices).collect::<Vec<_>>().chunks(50) {
+        let batch = try_join_all(chunk.iter().map(|_| async {
+            let mut ext = server.new_extension().await?;
+            let grant = ext.pair().await?;
+            let socket = ext.connect_online().await?;
+            anyhow::Ok((grant.device_id, socket))
+        }))
+        .await?;
+        out.extend(batch);
+    }
+    Ok(out)
+}
+
 pub async fn revoke(
     devices: usize,
     samples: usize,
@@ -66,22 +86,8 @@ pub async fn revoke(
         .start()
         .await?;
     let setup = Instant::now();
-    // Pair and connect in batches so setup does not become its own storm.
-    let mut sockets = Vec::with_capacity(devices);
-    let mut ids = Vec::with_capacity(devices);
-    for chunk in (0..devices).collect::<Vec<_>>().chunks(50) {
-        let batch = try_join_all(chunk.iter().map(|_| async {
-            let mut ext = server.new_extension().await?;
-            let grant = ext.pair().await?;
-            let socket = ext.connect_online().await?;
-            anyhow::Ok((grant.device_id, socket))
-        }))
-        .await?;
-        for (id, socket) in batch {
-            ids.push(id);
-            sockets.push(socket);
-        }
-    }
+    let (ids, mut sockets): (Vec<String>, Vec<_>) =
+        online_devices(&server, devices).await?.into_iter().unzip();
     let setup_secs = setup.elapsed().as_secs_f64();
     let admin = server.admin();
     let mut latencies = Vec::with_capacity(samples);

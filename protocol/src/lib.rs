@@ -11,6 +11,7 @@ pub mod api;
 pub mod audit_chain;
 pub mod authorize;
 pub mod close_code;
+pub mod cluster;
 pub mod delegation;
 pub mod effect;
 pub mod end_reason;

@@ -96,3 +96,21 @@ fn the_audit_export_schema_matches_the_code() {
         "protocol/schema/audit-export.json is stale; regenerate with LATCHKEY_BLESS=1 cargo test -p latchkey-protocol --test schema"
     );
 }
+
+/// `protocol/schema/cluster-notice.json`: what replicas tell each other
+/// (docs/cluster.md, "Notices").
+#[test]
+fn the_published_cluster_notice_schema_matches_the_code() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/cluster-notice.json");
+    let generated =
+        serde_json::to_string_pretty(&latchkey_protocol::cluster::schema()).expect("json") + "\n";
+    if std::env::var_os("LATCHKEY_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).expect("protocol/schema/cluster-notice.json");
+    assert_eq!(
+        committed, generated,
+        "protocol/schema/cluster-notice.json is stale; regenerate with LATCHKEY_BLESS=1 cargo test -p latchkey-protocol --test schema"
+    );
+}

@@ -9,6 +9,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use latchkey_protocol::ErrorCode;
+
+use crate::cluster::ClusterStatus;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 use utoipa_axum::router::OpenApiRouter;
@@ -194,7 +196,7 @@ async fn healthz() -> &'static str {
     summary = "Readiness",
     security(()),
     responses(
-        (status = 200, description = "`ready`: the store answers and the node takes work.", body = String, content_type = "text/plain"),
+        (status = 200, description = "`ready`: the store answers and the node takes work; `ready; cluster: disconnected` in cluster mode while NATS is unreachable.", body = String, content_type = "text/plain"),
         (status = 503, description = "`draining` or `store unavailable`.", body = String, content_type = "text/plain"),
     ),
 )]
@@ -203,7 +205,12 @@ async fn readyz(State(state): State<AppState>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();
     }
     match state.store.ping().await {
-        Ok(()) => "ready".into_response(),
+        // A replica whose NATS is away still serves its own devices: it stays
+        // ready and says so (docs/cluster.md, "When NATS is unreachable").
+        Ok(()) => match state.peers.status() {
+            ClusterStatus::Disconnected => "ready; cluster: disconnected".into_response(),
+            _ => "ready".into_response(),
+        },
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "store unavailable").into_response(),
     }
 }

@@ -128,6 +128,19 @@ pub struct ConfigArgs {
     /// Where Prometheus scrapes /metrics [default: 127.0.0.1:9652].
     #[arg(long, global = true, env = "LATCHKEY_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Cluster mode: the NATS server(s) replicas tell each other through, e.g.
+    /// nats://nats:4222 (needs a PostgreSQL store; docs/cluster.md).
+    #[arg(
+        long = "cluster",
+        value_name = "NATS_URL",
+        global = true,
+        env = "LATCHKEY_CLUSTER",
+        hide_env_values = true
+    )]
+    pub cluster: Option<String>,
+    /// This replica's name in cluster mode [default: the host name].
+    #[arg(long, global = true, env = "LATCHKEY_NODE_ID")]
+    pub node_id: Option<String>,
     /// OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces (off by default).
     #[arg(long, global = true, env = "LATCHKEY_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
@@ -172,6 +185,12 @@ impl ConfigArgs {
         }
         if let Some(v) = self.metrics_listen {
             c.metrics_listen = Some(v);
+        }
+        if let Some(v) = &self.cluster {
+            c.cluster.nats_url = Some(v.clone());
+        }
+        if let Some(v) = &self.node_id {
+            c.cluster.node_id = Some(v.clone());
         }
         if let Some(v) = &self.otlp_endpoint {
             c.tracing.otlp_endpoint = Some(v.clone());

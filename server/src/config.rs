@@ -196,6 +196,9 @@ pub struct Config {
     pub audit: crate::audit_keeping::AuditConfig,
     pub webhooks: crate::webhooks::WebhooksConfig,
     pub mcp: crate::mcp::McpConfig,
+    /// Cluster mode: replicas on one PostgreSQL store, told over NATS
+    /// (docs/cluster.md).
+    pub cluster: crate::cluster::ClusterConfig,
 }
 
 /// Where data lives when no directory is given: the user's data directory
@@ -226,6 +229,7 @@ impl Default for Config {
             audit: Default::default(),
             webhooks: Default::default(),
             mcp: Default::default(),
+            cluster: Default::default(),
         }
     }
 }
@@ -382,6 +386,7 @@ impl Config {
             .chain(self.audit.problems())
             .chain(self.webhooks.problems())
             .chain(self.mcp.problems())
+            .chain(self.cluster.problems(self.database_url.is_some()))
         {
             problem(p);
         }
@@ -459,6 +464,7 @@ impl Config {
             let _ = u.set_password(Some("****"));
             c.database_url = Some(u.to_string());
         }
+        c.cluster = c.cluster.masked();
         c
     }
 }

@@ -43,6 +43,9 @@ pub struct Core {
     pub team_names: crate::devices::TeamNames,
     /// Signs the audit trail's checkpoints.
     pub audit_keys: crate::audit_keys::AuditKeys,
+    /// The other replicas, in cluster mode: what must reach their sockets
+    /// (a revocation, a device that moved here) is told through it.
+    pub peers: crate::cluster::Peers,
 }
 
 impl Core {

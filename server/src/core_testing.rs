@@ -86,6 +86,7 @@ pub(crate) async fn harness(tune: impl FnOnce(&mut Limits)) -> Harness {
         closing: CancellationToken::new(),
         calls: TaskTracker::new(),
         team_names: Default::default(),
+        peers: Default::default(),
     };
     Harness {
         core,

@@ -16,6 +16,7 @@ pub mod audit_keys;
 pub mod auth;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub(crate) mod core;
 pub(crate) mod core_error;
@@ -69,6 +70,8 @@ pub enum BindError {
     Tls(#[from] TlsError),
     #[error(transparent)]
     AuditKey(#[from] audit_keys::AuditKeyError),
+    #[error(transparent)]
+    Cluster(#[from] cluster::nats::ClusterError),
     #[error("the webhook client cannot start: {0}")]
     Webhooks(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -254,8 +257,13 @@ pub async fn bind_with_routes(
         clock.now_ms(),
     )
     .await?;
+    let (peers, cluster_wiring) = match cluster::nats::connect(&config.cluster).await? {
+        Some((peers, wiring)) => (peers, Some(wiring)),
+        None => (cluster::Peers::default(), None),
+    };
     let core = core::Core {
         audit_keys,
+        peers,
         audit: Audit::new(store.clone(), clock.clone()),
         store,
         config: Arc::new(config),
@@ -301,6 +309,9 @@ pub async fn bind_with_routes(
         state.signing_keys.clone(),
         state.core.clone(),
     ));
+    if let Some(wiring) = cluster_wiring {
+        cluster::nats::spawn(&state, wiring);
+    }
     let app = app::router(state.clone(), extra_routes);
     let accept = tokio::spawn(transport::listener::accept_loop(
         listener,

@@ -154,6 +154,8 @@ pub struct TestServerBuilder {
     config_edit: Option<ConfigEdit>,
     capture_logs: bool,
     routes: axum::Router<latchkey_server::app::AppState>,
+    /// Another replica on this one's store: its database URL and admin token.
+    joins: Option<(String, String)>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -193,15 +195,25 @@ impl TestServerBuilder {
         self
     }
 
+    /// Another replica of `first`: the same PostgreSQL database (which stays
+    /// `first`'s to drop) and admin token, a data directory and listeners of
+    /// its own. For cluster mode (docs/cluster.md).
+    pub fn replica_of(mut self, first: &TestServer) -> Self {
+        if let Some(url) = &first.config.database_url {
+            self.joins = Some((url.clone(), first.admin_token.clone()));
+        }
+        self
+    }
+
     pub async fn start(self) -> anyhow::Result<TestServer> {
         if self.capture_logs {
             crate::logs::init();
         }
         crate::install_crypto_provider();
         let dir = tempfile::tempdir()?;
-        let pg = match &self.backend {
-            Backend::Sqlite => None,
-            Backend::Postgres { admin_url } => Some(PgDatabase::create(admin_url).await?),
+        let pg = match (&self.backend, &self.joins) {
+            (Backend::Postgres { admin_url }, None) => Some(PgDatabase::create(admin_url).await?),
+            _ => None,
         };
         let certs = if self.tls {
             Some(TestCerts::generate()?)
@@ -211,7 +223,10 @@ impl TestServerBuilder {
         let mut config = Config {
             listen: "127.0.0.1:0".parse()?,
             data_dir: dir.path().join("data"),
-            database_url: pg.as_ref().map(|p| p.url.clone()),
+            database_url: pg
+                .as_ref()
+                .map(|p| p.url.clone())
+                .or_else(|| self.joins.as_ref().map(|(url, _)| url.clone())),
             metrics_listen: Some("127.0.0.1:0".parse()?),
             limits: self.limits,
             ..Config::default()
@@ -226,11 +241,14 @@ impl TestServerBuilder {
         let clock = Clock::system();
         let handle =
             latchkey_server::bind_with_routes(config.clone(), clock.clone(), self.routes).await?;
-        let admin_token = handle
-            .bootstrap
-            .as_ref()
-            .map(|b| b.admin_token.clone())
-            .context("a fresh store must bootstrap an admin token")?;
+        let admin_token = match &self.joins {
+            Some((_, token)) => token.clone(),
+            None => handle
+                .bootstrap
+                .as_ref()
+                .map(|b| b.admin_token.clone())
+                .context("a fresh store must bootstrap an admin token")?,
+        };
         let client_tls = certs.as_ref().map(TestCerts::client_config).transpose()?;
         let http = build_http_client(certs.as_ref())?;
         Ok(TestServer {
@@ -285,6 +303,7 @@ impl TestServer {
             config_edit: None,
             capture_logs: true,
             routes: axum::Router::new(),
+            joins: None,
         }
     }
 

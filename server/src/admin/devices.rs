@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use latchkey_protocol::CloseCode;
 use latchkey_protocol::api::{
     DeviceList, DeviceStatus, DeviceView, ForgetResult, MemberRef, RenameDeviceRequest,
     RevokeAllResult,
@@ -230,13 +229,9 @@ pub async fn revoke_all(
 ) -> Result<Json<RevokeAllResult>, ApiError> {
     let now = state.clock.now_ms();
     // Closed first and again after the commit, as in `revoke`.
-    state
-        .registry
-        .close_tenant(&p.tenant_id, CloseCode::Revoked);
+    crate::devices::revocation::close_revoked_team(&state, &p.tenant_id);
     let (ids, voided) = state.store.revoke_all_devices(&p.tenant_id, now).await?;
-    for id in &ids {
-        state.registry.close(id, CloseCode::Revoked);
-    }
+    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &ids);
     metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(ids.len() as u64);
     tracing::info!(tenant = %p.tenant_id, devices = ids.len(), voided, "all devices revoked");
     state

@@ -6,16 +6,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use latchkey_protocol::ErrorCode;
 use latchkey_protocol::api::{
     CreateMemberRequest, MemberList, MemberRef, MemberRemovedView, MemberRole, MemberView,
 };
-use latchkey_protocol::{CloseCode, ErrorCode};
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::auth::principal::AdminPrincipal;
-use crate::auth::token_watch::TokenEnd;
 use crate::clock::rfc3339;
 use crate::store::{MemberRecord, StoreError};
 
@@ -179,33 +178,29 @@ pub async fn remove(
     }
     let now = state.clock.now_ms();
     let theirs = state.store.list_devices(&p.tenant_id).await?;
-    for d in theirs
-        .iter()
+    let their_devices: Vec<String> = theirs
+        .into_iter()
         .filter(|d| d.owner_id.as_deref() == Some(id.as_str()))
-    {
-        state
-            .registry
-            .close_in_tenant(&p.tenant_id, &d.id, CloseCode::Revoked);
-    }
-    let tokens = state.store.list_api_tokens(&p.tenant_id).await?;
-    for t in tokens
-        .iter()
+        .map(|d| d.id)
+        .collect();
+    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &their_devices);
+    let their_tokens: Vec<String> = state
+        .store
+        .list_api_tokens(&p.tenant_id)
+        .await?
+        .into_iter()
         .filter(|t| t.member_id.as_deref() == Some(id.as_str()))
-    {
-        state
-            .tokens
-            .end_in_tenant(&p.tenant_id, &t.id, TokenEnd::Revoked);
-    }
+        .map(|t| t.id)
+        .collect();
+    crate::auth::revoked::end_revoked(&state, &p.tenant_id, &their_tokens);
     let removed = state
         .store
         .remove_member(&p.tenant_id, &id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("member"))?;
-    for device in &removed.device_ids {
-        state.registry.close(device, CloseCode::Revoked);
-    }
+    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &removed.device_ids);
+    crate::auth::revoked::end_revoked(&state, &p.tenant_id, &removed.token_ids);
     for token in &removed.token_ids {
-        state.tokens.end(token, TokenEnd::Revoked);
         crate::delegation::mint::end_under_token(&state, &p.tenant_id, token).await;
     }
     tracing::info!(

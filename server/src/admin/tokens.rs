@@ -11,7 +11,6 @@ use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::auth::principal::AdminPrincipal;
 use crate::auth::secret;
-use crate::auth::token_watch::TokenEnd;
 use crate::clock::rfc3339;
 use crate::store::ApiTokenRecord;
 
@@ -188,15 +187,15 @@ pub async fn revoke(
         return Err(ApiError::not_found("token"));
     }
     let now = state.clock.now_ms();
-    state
-        .tokens
-        .end_in_tenant(&p.tenant_id, &id, TokenEnd::Revoked);
+    crate::auth::revoked::end_revoked(&state, &p.tenant_id, std::slice::from_ref(&id));
     let token = state
         .store
         .revoke_api_token(&p.tenant_id, &id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("token"))?;
-    let in_use = state.tokens.end(&token.id, TokenEnd::Revoked);
+    let in_use =
+        crate::auth::revoked::end_revoked(&state, &p.tenant_id, std::slice::from_ref(&token.id))
+            > 0;
     crate::delegation::mint::end_under_token(&state, &p.tenant_id, &token.id).await;
     tracing::info!(tenant = %p.tenant_id, token = %token.id, in_use, "API token revoked");
     state

@@ -3,6 +3,7 @@
 
 pub mod bootstrap;
 pub(crate) mod principal;
+pub(crate) mod revoked;
 pub mod secret;
 pub(crate) mod token_cache;
 pub(crate) mod token_watch;

@@ -20,7 +20,6 @@ use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::auth::principal::{AgentPrincipal, Principal};
-use crate::auth::token_watch::TokenEnd;
 use crate::clock::rfc3339;
 use crate::store::DelegationRecord;
 
@@ -280,7 +279,7 @@ pub async fn list(
     }))
 }
 
-/// End what the delegations minted from API token `token_id` hold on this node
+/// End what the delegations minted from API token `token_id` hold on every replica
 /// (the token was revoked: its delegations can no longer authenticate either).
 pub async fn end_under_token(state: &AppState, tenant_id: &str, token_id: &str) {
     match state.store.delegations_under(tenant_id, token_id).await {
@@ -294,11 +293,9 @@ pub async fn end_under_token(state: &AppState, tenant_id: &str, token_id: &str) 
     }
 }
 
-/// End every lease of the delegations `ids` on this node.
+/// End every lease of the delegations `ids`, here and on every other replica.
 pub fn end_leases(state: &AppState, tenant_id: &str, ids: &[String]) {
-    for id in ids {
-        state.tokens.end_in_tenant(tenant_id, id, TokenEnd::Revoked);
-    }
+    crate::auth::revoked::end_revoked(state, tenant_id, ids);
 }
 
 /// `DELETE /v1/delegations/{id}`: revoke one the caller minted (or any below it),

@@ -37,6 +37,9 @@ impl ConnectionState {
 struct Entry {
     tenant_id: String,
     generation: u64,
+    /// When this socket registered (Unix ms): a socket of the same device on
+    /// another replica that registered later replaces it (docs/cluster.md).
+    connected_at_ms: i64,
     close: watch::Sender<Option<CloseCode>>,
     state: Arc<ConnectionState>,
     /// Set once the handshake succeeded: how calls reach the socket.
@@ -59,6 +62,8 @@ pub enum AttachError {
 #[derive(Debug)]
 pub struct Registration {
     pub generation: u64,
+    /// When it registered (Unix ms), as other replicas are told.
+    pub connected_at_ms: i64,
     /// This registration closed an older socket of the same device.
     pub replaced: bool,
     /// Becomes `Some(code)` when the socket must close.
@@ -145,6 +150,7 @@ impl DeviceRegistry {
             Entry {
                 tenant_id: tenant_id.to_string(),
                 generation,
+                connected_at_ms: now_ms,
                 close,
                 state: state.clone(),
                 link: None,
@@ -161,6 +167,7 @@ impl DeviceRegistry {
         }
         Registration {
             generation,
+            connected_at_ms: now_ms,
             replaced,
             close: close_rx,
             state,
@@ -340,6 +347,17 @@ impl DeviceRegistry {
     /// the store before the device reconnected must not close the newer socket.
     pub fn close_generation(&self, device_id: &str, generation: u64, code: CloseCode) -> bool {
         self.close_if(device_id, code, |e| e.generation == generation)
+    }
+
+    /// Close the device's socket here with `replaced` if it is the tenant's and
+    /// registered before `connected_at_ms`: the device connected to another
+    /// replica since. A socket here that is newer stays (the notice of the
+    /// other socket was overtaken by a reconnect to this node), so the latest
+    /// socket wins on every replica alike.
+    pub fn close_if_older(&self, tenant_id: &str, device_id: &str, connected_at_ms: i64) -> bool {
+        self.close_if(device_id, CloseCode::Replaced, |e| {
+            e.tenant_id == tenant_id && e.connected_at_ms < connected_at_ms
+        })
     }
 
     /// Signal every socket of the tenant on this node (revoke-all, before its

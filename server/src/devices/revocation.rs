@@ -4,6 +4,7 @@
 //! comes from (docs/security.md, "Revocation").
 
 use latchkey_protocol::CloseCode;
+use latchkey_protocol::cluster::Notice;
 
 use crate::core::Core;
 use crate::store::{DeviceRecord, StoreError};
@@ -24,14 +25,38 @@ pub async fn revoke_and_close(
     id: &str,
 ) -> Result<Option<(DeviceRecord, bool)>, StoreError> {
     let now = core.clock.now_ms();
-    let closed_first = core
-        .registry
-        .close_in_tenant(tenant_id, id, CloseCode::Revoked);
+    let ids = [id.to_string()];
+    let closed_first = close_revoked(core, tenant_id, &ids) > 0;
     let Some(d) = core.store.revoke_device(tenant_id, id, now).await? else {
         return Ok(None);
     };
-    let was_online = core.registry.close(id, CloseCode::Revoked) || closed_first;
+    let was_online = close_revoked(core, tenant_id, &ids) > 0 || closed_first;
     metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(1);
     tracing::info!(tenant = %tenant_id, device = %id, was_online, "device revoked");
     Ok(Some((d, was_online)))
+}
+
+/// Close the sockets of the team's devices `ids` with 4001 (revoked), here and
+/// on every other replica. Returns how many were open here. A revocation calls
+/// it before its commit and again after, as [`revoke_and_close`] explains.
+pub fn close_revoked(core: &Core, tenant_id: &str, ids: &[String]) -> usize {
+    let here = ids
+        .iter()
+        .filter(|id| {
+            core.registry
+                .close_in_tenant(tenant_id, id, CloseCode::Revoked)
+        })
+        .count();
+    core.peers.tell_all(Notice::devices_revoked(tenant_id, ids));
+    here
+}
+
+/// Close every socket of the team with 4001, here and on every other replica
+/// (revoke-all, before its commit; after it, [`close_revoked`] with the ids).
+pub fn close_revoked_team(core: &Core, tenant_id: &str) -> usize {
+    let here = core.registry.close_tenant(tenant_id, CloseCode::Revoked);
+    core.peers.tell(Notice::TeamDevicesRevoked {
+        tenant_id: tenant_id.to_string(),
+    });
+    here
 }

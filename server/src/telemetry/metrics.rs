@@ -40,6 +40,10 @@ pub const SETUP_EVICTIONS: &str = "latchkey_setup_evictions_total";
 pub const TASK_PANICS: &str = "latchkey_task_panics_total";
 pub const SETUP_TIMEOUTS: &str = "latchkey_setup_timeouts_total";
 pub const SETUP_DROPPED: &str = "latchkey_setup_dropped_total";
+pub const CLUSTER_CONNECTED: &str = "latchkey_cluster_connected";
+pub const CLUSTER_NOTICES_SENT: &str = "latchkey_cluster_notices_sent_total";
+pub const CLUSTER_NOTICES_RECEIVED: &str = "latchkey_cluster_notices_received_total";
+pub const CLUSTER_NOTICES_DROPPED: &str = "latchkey_cluster_notices_dropped_total";
 
 /// Buckets for fast operations (store queries, revoke → close), in seconds.
 const FAST_BUCKETS: &[f64] = &[
@@ -170,6 +174,22 @@ fn describe() {
         "Store failures by kind (unavailable, internal)."
     );
     describe_counter!(DEVICE_DISCONNECTS, "Device connections ended, by reason.");
+    describe_gauge!(
+        CLUSTER_CONNECTED,
+        "Cluster mode: 1 while this replica is connected to NATS, else 0."
+    );
+    describe_counter!(
+        CLUSTER_NOTICES_SENT,
+        "Cluster notices queued for the other replicas."
+    );
+    describe_counter!(
+        CLUSTER_NOTICES_RECEIVED,
+        "Cluster notices received from other replicas, by kind."
+    );
+    describe_counter!(
+        CLUSTER_NOTICES_DROPPED,
+        "Cluster notices dropped because NATS was unreachable and the queue full."
+    );
     describe_counter!(
         SPANS_DROPPED,
         "Trace spans the OTLP exporter could not deliver."

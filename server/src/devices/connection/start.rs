@@ -102,6 +102,14 @@ impl<S: Socket> Connection<S> {
             }
         }
         self.link = Some(link);
+        // A socket of this device on another replica is older: it closes there.
+        self.state
+            .peers
+            .tell(latchkey_protocol::cluster::Notice::DeviceConnected {
+                tenant_id: self.device.tenant_id.clone(),
+                device_id: self.device.id.clone(),
+                connected_at_ms: self.registration.connected_at_ms,
+            });
         self.registration
             .state
             .online

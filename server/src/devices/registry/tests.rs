@@ -88,3 +88,20 @@ fn every_signalled_close_counts_as_a_grant_change_socket_or_not() {
     assert!(!r.close_generation("dev-a", reg.generation + 1, CloseCode::Revoked));
     assert_ne!(r.grant_changes(), after_revoke);
 }
+
+/// A device that connected to another replica later replaces the socket here;
+/// one that connected there earlier (its notice overtaken by a reconnect to
+/// this node), at the same millisecond, or as another team's id, does not.
+#[test]
+fn only_a_later_socket_elsewhere_replaces_the_one_here() {
+    let r = DeviceRegistry::default();
+    let here = r.register("d", "t", 1_000);
+    assert_eq!(here.connected_at_ms, 1_000);
+    assert!(!r.close_if_older("t", "d", 999));
+    assert!(!r.close_if_older("t", "d", 1_000));
+    assert!(!r.close_if_older("other", "d", 2_000));
+    assert!(!r.close_if_older("t", "unknown", 2_000));
+    assert_eq!(*here.close.borrow(), None);
+    assert!(r.close_if_older("t", "d", 1_001));
+    assert_eq!(*here.close.borrow(), Some(CloseCode::Replaced));
+}

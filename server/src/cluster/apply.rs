@@ -1,0 +1,93 @@
+//! What a notice from another replica does on this one: the same local close a
+//! revocation or a reconnect does on the replica where it happened, scoped by
+//! the notice's team so an id from another team closes nothing.
+//!
+//! A notice is input from the network: it is bounded before it is parsed
+//! (`MAX_NOTICE_BYTES`), its ids are only ever looked up in this node's maps
+//! (never stored or shown), and it can only close or end, never admit.
+
+use latchkey_protocol::CloseCode;
+use latchkey_protocol::cluster::{Envelope, Notice};
+
+use crate::app::AppState;
+use crate::auth::token_watch::TokenEnd;
+use crate::telemetry::metrics::CLUSTER_NOTICES_RECEIVED;
+
+/// The longest id a notice may name; longer ones are ignored (no id we issue
+/// comes close).
+const MAX_ID_CHARS: usize = 64;
+
+fn usable(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID_CHARS
+}
+
+/// Act on `envelope` here.
+pub fn apply(state: &AppState, envelope: Envelope) {
+    // Shown in logs only: cleaned of control characters and bounded.
+    let node = latchkey_protocol::text::clean(&envelope.node, MAX_ID_CHARS);
+    match envelope.notice {
+        Notice::DevicesRevoked {
+            tenant_id,
+            device_ids,
+        } => {
+            count("devices_revoked");
+            let closed = device_ids
+                .iter()
+                .filter(|id| usable(id))
+                .filter(|id| {
+                    state
+                        .registry
+                        .close_in_tenant(&tenant_id, id, CloseCode::Revoked)
+                })
+                .count();
+            if closed > 0 {
+                tracing::info!(%node, tenant = %tenant_id, closed, "devices revoked on another replica: sockets here closed");
+            }
+        }
+        Notice::TeamDevicesRevoked { tenant_id } => {
+            count("team_devices_revoked");
+            let closed = state.registry.close_tenant(&tenant_id, CloseCode::Revoked);
+            // Logged only when the team has sockets here: then its id is one of ours.
+            if closed > 0 {
+                tracing::info!(%node, tenant = %tenant_id, closed, "every device of a team revoked on another replica");
+            }
+        }
+        Notice::TokensRevoked {
+            tenant_id,
+            token_ids,
+        } => {
+            count("tokens_revoked");
+            let ended = token_ids
+                .iter()
+                .filter(|id| usable(id))
+                .filter(|id| {
+                    state
+                        .tokens
+                        .end_in_tenant(&tenant_id, id, TokenEnd::Revoked)
+                })
+                .count();
+            if ended > 0 {
+                tracing::info!(%node, tenant = %tenant_id, ended, "tokens revoked on another replica: what they held here ended");
+            }
+        }
+        Notice::DeviceConnected {
+            tenant_id,
+            device_id,
+            connected_at_ms,
+        } => {
+            count("device_connected");
+            if usable(&device_id)
+                && state
+                    .registry
+                    .close_if_older(&tenant_id, &device_id, connected_at_ms)
+            {
+                tracing::info!(%node, tenant = %tenant_id, device = %device_id, "device reconnected to another replica: its socket here replaced");
+            }
+        }
+        Notice::Unknown => count("unknown"),
+    }
+}
+
+fn count(kind: &'static str) {
+    metrics::counter!(CLUSTER_NOTICES_RECEIVED, "kind" => kind).increment(1);
+}

@@ -1,0 +1,212 @@
+//! Cluster mode on the real thing (docs/cluster.md): two latchkeyd replicas on
+//! one fresh PostgreSQL database, told over a `nats-server` this test starts on
+//! a port of its own. The grant sweep is pushed out to an hour on every
+//! replica, so whatever closes a socket on the other replica here is the
+//! notice, not the sweep.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use latchkey_protocol::api::Role;
+use latchkey_testkit::agent_socket::{call_in_flight, code_of};
+use latchkey_testkit::extension::Ended;
+use latchkey_testkit::{Backend, FakeBrowser, NatsServer, TestServer, wait_until};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+/// Longer than any test: only a notice can close a socket on another replica.
+const NO_SWEEP_MS: u64 = 3_600_000;
+
+async fn replica(backend: &Backend, nats_url: &str, first: Option<&TestServer>) -> TestServer {
+    let url = nats_url.to_string();
+    let mut builder = TestServer::builder(backend.clone())
+        .limits(|l| l.grant_recheck_ms = NO_SWEEP_MS)
+        .config(move |c| c.cluster.nats_url = Some(url));
+    if let Some(first) = first {
+        builder = builder.replica_of(first);
+    }
+    builder.start().await.expect("replica")
+}
+
+async fn readiness(server: &TestServer) -> String {
+    match server
+        .http
+        .get(format!("{}/readyz", server.http_base()))
+        .send()
+        .await
+    {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(e) => format!("unreachable: {e}"),
+    }
+}
+
+/// Until `server` hears the other replicas (NATS connected, subscribed).
+async fn listening(server: &TestServer) -> bool {
+    wait_until(DEADLINE, || async { readiness(server).await == "ready" }).await
+}
+
+/// NATS and two replicas of one store, both listening; `None` (skipped) where
+/// this machine has no PostgreSQL or nats-server and is not CI.
+async fn two_replicas() -> Option<(NatsServer, TestServer, TestServer)> {
+    let backend = Backend::postgres().await?;
+    let nats = NatsServer::start(NatsServer::required_binary()?)
+        .await
+        .expect("nats-server");
+    let a = replica(&backend, &nats.url(), None).await;
+    let b = replica(&backend, &nats.url(), Some(&a)).await;
+    assert!(listening(&a).await && listening(&b).await);
+    Some((nats, a, b))
+}
+
+/// An agent on `server` drives `device` (a call answered by the browser).
+async fn drives(server: &TestServer, device: &str) {
+    let agent = server.new_agent().await.expect("agent");
+    let session = agent.start(Some(device)).await.expect("session").id;
+    let answer = agent
+        .call(&session, "tool.tabs_list", serde_json::json!({}))
+        .await
+        .expect("call");
+    assert!(answer.is_ok(), "{:?}", answer.body);
+}
+
+/// A browser paired and online on `server`.
+async fn browser_on(server: &TestServer) -> (String, FakeBrowser) {
+    server
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
+        .await
+        .expect("browser")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_a_device_on_one_replica_closes_its_socket_on_another() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let (device, mut browser) = browser_on(&a).await;
+    let (other, stays) = browser_on(&a).await;
+
+    let revoked = b.admin().revoke(&device).await.expect("revoke on b");
+    assert_eq!(revoked.id, device);
+    assert_eq!(
+        browser.ended(DEADLINE).await.expect("closed"),
+        Ended::Closed(4001)
+    );
+    // Only that device: the other one on replica A still answers calls.
+    drives(&a, &other).await;
+    assert_eq!(stays.count("tool.tabs_list"), 1);
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoke_all_on_one_replica_closes_every_socket_of_the_team_on_another() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let (_, mut first) = browser_on(&a).await;
+    let (_, mut second) = browser_on(&a).await;
+
+    let result = b.admin().revoke_all().await.expect("revoke-all on b");
+    assert_eq!(result.revoked_devices, 2);
+    for browser in [&mut first, &mut second] {
+        assert_eq!(
+            browser.ended(DEADLINE).await.expect("closed"),
+            Ended::Closed(4001)
+        );
+    }
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_a_token_on_one_replica_ends_what_it_holds_on_another() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let token = a
+        .admin()
+        .create_token("worker", Role::Agent)
+        .await
+        .expect("token");
+    let (_browser, mut socket, _session) = call_in_flight(&a, &token.token)
+        .await
+        .expect("call in flight");
+
+    let (status, _) = b
+        .admin()
+        .revoke_token(&token.view.id)
+        .await
+        .expect("revoke on b");
+    assert_eq!(status, 200);
+    let (ended, answers) = socket.ended(DEADLINE).await.expect("socket closed");
+    assert_eq!(ended, Ended::Closed(4006));
+    let in_flight: Vec<String> = answers
+        .iter()
+        .filter(|f| f.id() == Some("h"))
+        .map(code_of)
+        .collect();
+    assert_eq!(in_flight, ["token_revoked"]);
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_reconnects_to_another_replica_closes_its_old_socket() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let mut ext = a.new_extension().await.expect("extension");
+    let grant = ext.pair().await.expect("pair");
+    let mut on_a = FakeBrowser::serve_default(ext.connect_online().await.expect("online on a"));
+
+    ext.via(&format!("{}/extension", b.public_base()), b.client_tls());
+    let on_b = FakeBrowser::serve_default(ext.connect_online().await.expect("online on b"));
+    assert_eq!(
+        on_a.ended(DEADLINE).await.expect("closed"),
+        Ended::Closed(4003)
+    );
+    // The socket on B is the device's one: an agent on B drives it.
+    drives(&b, &grant.device_id).await;
+    assert_eq!(on_b.count("tool.tabs_list"), 1);
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
+/// NATS away: a replica still starts and serves its own devices, says so in
+/// `/readyz`, and hears the others again once NATS is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_nats_a_replica_serves_its_own_devices_and_catches_up_when_it_returns() {
+    let Some((mut nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    nats.stop().await;
+    assert!(
+        wait_until(DEADLINE, || async {
+            readiness(&a).await == "ready; cluster: disconnected"
+        })
+        .await
+    );
+    // A third replica starts with NATS down.
+    let backend = Backend::postgres().await.expect("postgres");
+    let c = replica(&backend, &nats.url(), Some(&a)).await;
+    assert_eq!(readiness(&c).await, "ready; cluster: disconnected");
+    let (device, mut browser) = browser_on(&c).await;
+    drives(&c, &device).await;
+
+    nats.restart().await.expect("nats back");
+    for s in [&a, &b, &c] {
+        assert!(listening(s).await, "{}", readiness(s).await);
+    }
+    b.admin().revoke(&device).await.expect("revoke on b");
+    assert_eq!(
+        browser.ended(DEADLINE).await.expect("closed"),
+        Ended::Closed(4001)
+    );
+    for s in [c, b, a] {
+        s.stop().await;
+    }
+}

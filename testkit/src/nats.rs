@@ -1,0 +1,111 @@
+//! [`NatsServer`]: Debian's `nats-server`, started by a test on a port of its
+//! own (so the test can stop and restart it), for cluster mode.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// A running `nats-server`; killed when dropped.
+#[derive(Debug)]
+pub struct NatsServer {
+    binary: PathBuf,
+    port: u16,
+    child: Option<tokio::process::Child>,
+}
+
+/// How long a start may take before the test fails.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl NatsServer {
+    /// The installed `nats-server`, if any.
+    pub fn binary() -> Option<PathBuf> {
+        ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+    }
+
+    /// The binary, or `None` with a loud skip notice; in CI (or with
+    /// `LATCHKEY_REQUIRE_NATS`) a missing binary fails the test.
+    pub fn required_binary() -> Option<PathBuf> {
+        let found = Self::binary();
+        if found.is_none() {
+            assert!(
+                std::env::var_os("CI").is_none()
+                    && std::env::var_os("LATCHKEY_REQUIRE_NATS").is_none(),
+                "nats-server is required here but not installed"
+            );
+            eprintln!("\n!!! SKIPPED: nats-server not installed !!!\n");
+        }
+        found
+    }
+
+    /// Start on a free loopback port (the server picks it) and wait until it
+    /// listens.
+    pub async fn start(binary: PathBuf) -> anyhow::Result<Self> {
+        let (child, port) = spawn(&binary, None).await?;
+        Ok(Self {
+            binary,
+            port,
+            child: Some(child),
+        })
+    }
+
+    /// `nats://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kill the server; clients see the connection drop.
+    pub async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Start it again on the same port (clients reconnect to the same URL).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.stop().await;
+        let (child, _) = spawn(&self.binary, Some(self.port)).await?;
+        self.child = Some(child);
+        Ok(())
+    }
+}
+
+/// Start `nats-server` and read its log until it names the port it listens on.
+async fn spawn(
+    binary: &PathBuf,
+    port: Option<u16>,
+) -> anyhow::Result<(tokio::process::Child, u16)> {
+    let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
+    let mut child = tokio::process::Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port_arg, "-m", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let stderr = child.stderr.take().context("nats-server stderr")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let listening = tokio::time::timeout(START_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
+                let port: u16 = rest
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.trim().parse().ok())
+                    .context("port in nats-server's log")?;
+                return Ok(port);
+            }
+        }
+        anyhow::bail!("nats-server exited before listening")
+    })
+    .await
+    .context("nats-server did not start in time")??;
+    // Keep draining its log so the pipe never fills and blocks it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, listening))
+}
