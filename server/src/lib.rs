@@ -297,6 +297,9 @@ pub async fn bind_with_routes(
         Duration::from_millis(limits.session_idle_timeout_ms),
         Duration::from_millis(limits.session_reaper_interval_ms),
     ));
+    state
+        .tasks
+        .spawn(auth::token_sweep::token_sweeper(state.clone()));
     state.tasks.spawn(audit_keeping::keeper(state.core.clone()));
     state
         .tasks

@@ -11,7 +11,7 @@ use std::time::Duration;
 use latchkey_protocol::api::Role;
 use latchkey_testkit::agent_socket::{call_in_flight, code_of};
 use latchkey_testkit::extension::Ended;
-use latchkey_testkit::{Backend, FakeBrowser, NatsServer, TestServer, wait_until};
+use latchkey_testkit::{AgentSocket, Backend, FakeBrowser, NatsServer, TestServer, wait_until};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 /// Longer than any test: only a notice can close a socket on another replica.
@@ -207,6 +207,65 @@ async fn without_nats_a_replica_serves_its_own_devices_and_catches_up_when_it_re
         Ended::Closed(4001)
     );
     for s in [c, b, a] {
+        s.stop().await;
+    }
+}
+
+/// Without NATS (two replicas of one store, not in cluster mode): a token
+/// revoked through one replica ends what it holds on the other at that
+/// replica's next token sweep, as a device's socket closes at its grant sweep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_on_another_replica_without_nats_ends_at_the_next_sweep() {
+    let Some(backend) = Backend::postgres().await else {
+        return;
+    };
+    let a = TestServer::builder(backend.clone())
+        .limits(|l| l.grant_recheck_ms = 200)
+        .start()
+        .await
+        .expect("a");
+    let b = TestServer::builder(backend)
+        .replica_of(&a)
+        .start()
+        .await
+        .expect("b");
+    let token = a
+        .admin()
+        .create_token("worker", Role::Agent)
+        .await
+        .expect("token");
+    let (_browser, mut socket, _session) = call_in_flight(&a, &token.token)
+        .await
+        .expect("call in flight");
+    // Another token of the team, with a socket of its own on A, is not ended.
+    let other = a
+        .admin()
+        .create_token("other", Role::Agent)
+        .await
+        .expect("other token");
+    let mut other_socket = AgentSocket::open(&a, &other.token)
+        .await
+        .expect("other socket");
+
+    let (status, _) = b
+        .admin()
+        .revoke_token(&token.view.id)
+        .await
+        .expect("revoke on b");
+    assert_eq!(status, 200);
+    let (ended, answers) = socket.ended(DEADLINE).await.expect("socket closed");
+    assert_eq!(ended, Ended::Closed(4006));
+    assert!(
+        answers
+            .iter()
+            .any(|f| f.id() == Some("h") && code_of(f) == "token_revoked"),
+        "{answers:?}"
+    );
+    other_socket
+        .start_session("still-here")
+        .await
+        .expect("the other token's socket still works");
+    for s in [b, a] {
         s.stop().await;
     }
 }

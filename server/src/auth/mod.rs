@@ -6,4 +6,5 @@ pub(crate) mod principal;
 pub(crate) mod revoked;
 pub mod secret;
 pub(crate) mod token_cache;
+pub(crate) mod token_sweep;
 pub(crate) mod token_watch;

@@ -179,6 +179,16 @@ impl TokenWatch {
         }
     }
 
+    /// The tokens (and delegations) with a lease on this node, by tenant: what
+    /// the token sweep re-reads.
+    pub fn in_use_by_tenant(&self) -> HashMap<String, Vec<String>> {
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for (id, e) in self.entries().iter() {
+            out.entry(e.tenant_id.clone()).or_default().push(id.clone());
+        }
+        out
+    }
+
     #[cfg(test)]
     /// Tokens with a lease on this node.
     pub fn in_use(&self) -> usize {

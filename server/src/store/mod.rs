@@ -214,6 +214,14 @@ pub trait Store:
         now: i64,
     ) -> Result<Option<ApiTokenRecord>, StoreError>;
     async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError>;
+    /// Of the tenant's API token and delegation ids `ids` (those in use on a
+    /// node), the ones not revoked: a delegation also needs the API token at its
+    /// root unrevoked. Expiry is not judged here (each lease has its timer).
+    async fn unrevoked_token_ids(
+        &self,
+        tenant_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<String>, StoreError>;
 
     // Pairings.
     /// Insert unless the tenant already has `quota.per_tenant` unused, unexpired

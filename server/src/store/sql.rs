@@ -252,6 +252,14 @@ macro_rules! impl_sql_store {
                 device_grants_rows(&self.pool, tenant_id, ids).await
             }
 
+            async fn unrevoked_token_ids(
+                &self,
+                tenant_id: &str,
+                ids: &[String],
+            ) -> Result<Vec<String>, $crate::store::StoreError> {
+                unrevoked_token_ids_rows(&self.pool, tenant_id, ids).await
+            }
+
             async fn rename_device(
                 &self,
                 tenant_id: &str,

@@ -60,6 +60,48 @@ macro_rules! impl_sql_batches {
             Ok(grants)
         }
 
+        /// `Store::unrevoked_token_ids`: one query per `GRANT_BATCH` ids of each
+        /// kind (API tokens, delegations).
+        async fn unrevoked_token_ids_rows(
+            pool: &sqlx::Pool<<$store as $crate::store::sql::Backend>::Db>,
+            tenant_id: &str,
+            ids: &[String],
+        ) -> Result<Vec<String>, $crate::store::StoreError> {
+            let (tokens, delegations): (Vec<&String>, Vec<&String>) = ids
+                .iter()
+                .filter(|id| {
+                    $crate::ids::TOKEN.holds(id) || $crate::ids::DELEGATION.holds(id)
+                })
+                .partition(|id| $crate::ids::TOKEN.holds(id));
+            let mut live = Vec::with_capacity(ids.len());
+            for (ids, head) in [
+                (
+                    tokens,
+                    "SELECT id FROM api_token WHERE revoked_at IS NULL AND tenant_id = ",
+                ),
+                (
+                    delegations,
+                    "SELECT d.id FROM delegation d JOIN api_token t \
+                     ON t.id = d.root_token_id AND t.tenant_id = d.tenant_id \
+                     WHERE d.revoked_at IS NULL AND t.revoked_at IS NULL AND d.tenant_id = ",
+                ),
+            ] {
+                for batch in ids.chunks($crate::store::GRANT_BATCH) {
+                    let mut query = sqlx::QueryBuilder::new(head);
+                    query.push_bind(tenant_id);
+                    query.push(if head.contains("d.id") { " AND d.id IN (" } else { " AND id IN (" });
+                    let mut list = query.separated(", ");
+                    for id in batch {
+                        list.push_bind(*id);
+                    }
+                    list.push_unseparated(")");
+                    let rows: Vec<(String,)> = query.build_query_as().fetch_all(pool).await?;
+                    live.extend(rows.into_iter().map(|(id,)| id));
+                }
+            }
+            Ok(live)
+        }
+
         /// What `Store::record_activity` writes, in one transaction: the audit
         /// rows each in its place in its tenant's hash chain.
         async fn record_activity_rows(

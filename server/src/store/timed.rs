@@ -146,6 +146,16 @@ impl Store for TimedStore {
     ) -> Result<Vec<DeviceGrant>, StoreError> {
         timed!("device_grants", self.inner.device_grants(tenant_id, ids))
     }
+    async fn unrevoked_token_ids(
+        &self,
+        tenant_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        timed!(
+            "unrevoked_token_ids",
+            self.inner.unrevoked_token_ids(tenant_id, ids)
+        )
+    }
     async fn rename_device(
         &self,
         tenant_id: &str,
