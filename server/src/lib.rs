@@ -300,6 +300,9 @@ pub async fn bind_with_routes(
     state
         .tasks
         .spawn(auth::token_sweep::token_sweeper(state.clone()));
+    state
+        .tasks
+        .spawn(rate_limits::cluster_charges::pruner(state.clone()));
     state.tasks.spawn(audit_keeping::keeper(state.core.clone()));
     state
         .tasks

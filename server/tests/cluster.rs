@@ -9,18 +9,27 @@
 use std::time::Duration;
 
 use latchkey_protocol::api::Role;
+use latchkey_server::config::Limits;
 use latchkey_testkit::agent_socket::{call_in_flight, code_of};
-use latchkey_testkit::extension::Ended;
+use latchkey_testkit::extension::{Ended, new_token};
 use latchkey_testkit::{AgentSocket, Backend, FakeBrowser, NatsServer, TestServer, wait_until};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 /// Longer than any test: only a notice can close a socket on another replica.
 const NO_SWEEP_MS: u64 = 3_600_000;
 
-async fn replica(backend: &Backend, nats_url: &str, first: Option<&TestServer>) -> TestServer {
+async fn replica(
+    backend: &Backend,
+    nats_url: &str,
+    first: Option<&TestServer>,
+    edit: fn(&mut Limits),
+) -> TestServer {
     let url = nats_url.to_string();
     let mut builder = TestServer::builder(backend.clone())
-        .limits(|l| l.grant_recheck_ms = NO_SWEEP_MS)
+        .limits(|l| {
+            l.grant_recheck_ms = NO_SWEEP_MS;
+            edit(l);
+        })
         .config(move |c| c.cluster.nats_url = Some(url));
     if let Some(first) = first {
         builder = builder.replica_of(first);
@@ -48,12 +57,17 @@ async fn listening(server: &TestServer) -> bool {
 /// NATS and two replicas of one store, both listening; `None` (skipped) where
 /// this machine has no PostgreSQL or nats-server and is not CI.
 async fn two_replicas() -> Option<(NatsServer, TestServer, TestServer)> {
+    two_replicas_with(|_| {}).await
+}
+
+/// [`two_replicas`], with `edit` applied to both replicas' limits.
+async fn two_replicas_with(edit: fn(&mut Limits)) -> Option<(NatsServer, TestServer, TestServer)> {
     let backend = Backend::postgres().await?;
     let nats = NatsServer::start(NatsServer::required_binary()?)
         .await
         .expect("nats-server");
-    let a = replica(&backend, &nats.url(), None).await;
-    let b = replica(&backend, &nats.url(), Some(&a)).await;
+    let a = replica(&backend, &nats.url(), None, edit).await;
+    let b = replica(&backend, &nats.url(), Some(&a), edit).await;
     assert!(listening(&a).await && listening(&b).await);
     Some((nats, a, b))
 }
@@ -192,7 +206,7 @@ async fn without_nats_a_replica_serves_its_own_devices_and_catches_up_when_it_re
     );
     // A third replica starts with NATS down.
     let backend = Backend::postgres().await.expect("postgres");
-    let c = replica(&backend, &nats.url(), Some(&a)).await;
+    let c = replica(&backend, &nats.url(), Some(&a), |_| {}).await;
     assert_eq!(readiness(&c).await, "ready; cluster: disconnected");
     let (device, mut browser) = browser_on(&c).await;
     drives(&c, &device).await;
@@ -265,6 +279,47 @@ async fn a_token_revoked_on_another_replica_without_nats_ends_at_the_next_sweep(
         .start_session("still-here")
         .await
         .expect("the other token's socket still works");
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
+/// One client's pairing attempts spread over two replicas: the per-address
+/// limit holds for the cluster, not for each replica (6 a minute here; each
+/// replica alone would admit 6 of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_attempts_are_limited_per_address_across_replicas() {
+    let Some((_nats, a, b)) = two_replicas_with(|l| l.authorize_per_minute = 6).await else {
+        return;
+    };
+    let on_a = a.new_extension().await.expect("extension on a");
+    let mut on_b = on_a.clone();
+    on_b.authorize_url = format!("{}/extension/authorize", b.http_base());
+    let guess = serde_json::json!({ "action": "pair", "next_token": new_token() });
+    let mut statuses = Vec::new();
+    for n in 0..10 {
+        let ext = if n % 2 == 0 { &on_a } else { &on_b };
+        let answer = ext
+            .authorize_raw(Some(&new_token()), &guess)
+            .await
+            .expect("answer");
+        statuses.push(answer.status);
+    }
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 401, 429, 429, 429, 429]);
+    // Another address is not charged for them.
+    let other = latchkey_testkit::reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("client");
+    let elsewhere = other
+        .post(format!("{}/extension/authorize", b.http_base()))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {}", new_token()))
+        .body(guess.to_string())
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(elsewhere.status().as_u16(), 401);
     for s in [b, a] {
         s.stop().await;
     }

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use latchkey_testkit::extension::new_token;
 use latchkey_testkit::reqwest;
-use latchkey_testkit::{Backend, FakeExtension, TestServer};
+use latchkey_testkit::{Backend, FakeExtension, TestServer, backend_tests};
 use serde_json::json;
 
 fn guess() -> serde_json::Value {
@@ -289,3 +289,32 @@ async fn forwarded_for_is_believed_only_from_trusted_proxies() {
     assert_eq!(status(ext.clone(), "").await, 429, "the proxy's own budget");
     server.stop().await;
 }
+
+/// The shared count cluster mode keeps per address and minute, on each backend:
+/// one upsert per charge, windows counted apart, old ones pruned.
+async fn shared_pairing_counts(backend: Backend) {
+    let server = TestServer::start(backend).await.expect("server");
+    let store = &server.state().store;
+    for expected in 1..=3 {
+        assert_eq!(
+            store.charge_peer("127.0.0.1", 100).await.expect("charge"),
+            expected
+        );
+    }
+    assert_eq!(
+        store.charge_peer("127.0.0.1", 101).await.expect("charge"),
+        1
+    );
+    assert_eq!(store.charge_peer("::1", 100).await.expect("charge"), 1);
+    assert_eq!(store.prune_peer_charges(101).await.expect("prune"), 2);
+    assert_eq!(
+        store.charge_peer("127.0.0.1", 101).await.expect("charge"),
+        2
+    );
+    assert_eq!(
+        store.charge_peer("127.0.0.1", 100).await.expect("charge"),
+        1
+    );
+    server.stop().await;
+}
+backend_tests!(shared_pairing_count, shared_pairing_counts);

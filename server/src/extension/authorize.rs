@@ -23,6 +23,7 @@ use crate::audit::{Event, action};
 use crate::auth::secret;
 use crate::clock::rfc3339;
 use crate::rate_limits::client_ip::client_ip;
+use crate::rate_limits::cluster_charges::Refused;
 use crate::store::{DeviceRecord, GrantTimes, NewDevice, RotateOutcome, StoreError};
 use crate::telemetry::metrics as telemetry;
 use latchkey_protocol::authorize::AuthorizeErrorTag;
@@ -119,20 +120,22 @@ async fn authorize_inner(
 ) -> Result<AuthorizeGrant, Refusal> {
     let client = client_ip(peer, request.headers(), &state.config.trusted_proxies);
     // Whatever is not a renewal of a known device is charged to the client's
-    // address (and the node): a refusal here still spends the budget, and a spent
-    // budget answers 429 instead.
-    let charged = |refusal: Refusal| match state.authorize_limiter.check(client) {
-        Ok(()) => refusal,
-        Err(_) => Refusal::RATE_LIMITED,
+    // address (and the node, and in cluster mode the cluster): a refusal here
+    // still spends the budget, and a spent budget answers 429 instead.
+    let charged = |refusal: Refusal| async move {
+        match spend(state, client).await {
+            Ok(()) => refusal,
+            Err(r) => r,
+        }
     };
     if request.uri().query().is_some() {
-        return Err(charged(Refusal::UNAUTHORIZED));
+        return Err(charged(Refusal::UNAUTHORIZED).await);
     }
     let Some(credential) = bearer(request.headers()).map(str::to_string) else {
-        return Err(charged(Refusal::UNAUTHORIZED));
+        return Err(charged(Refusal::UNAUTHORIZED).await);
     };
     if !is_json(&request) {
-        return Err(charged(Refusal::BAD_REQUEST));
+        return Err(charged(Refusal::BAD_REQUEST).await);
     }
     let body_timeout = Duration::from_millis(state.config.limits.body_timeout_ms);
     let body =
@@ -140,11 +143,11 @@ async fn authorize_inner(
             .await
         {
             Ok(Ok(body)) => body,
-            _ => return Err(charged(Refusal::BAD_REQUEST)),
+            _ => return Err(charged(Refusal::BAD_REQUEST).await),
         };
     let body = match serde_json::from_slice::<AuthorizeRequest>(&body) {
         Ok(body) if is_token_shaped(&body.next_token) => body,
-        _ => return Err(charged(Refusal::BAD_REQUEST)),
+        _ => return Err(charged(Refusal::BAD_REQUEST).await),
     };
     let action = match body.action {
         AuthorizeAction::Pair => "pair",
@@ -153,10 +156,7 @@ async fn authorize_inner(
     tracing::Span::current().record("action", action);
     match body.action {
         AuthorizeAction::Pair => {
-            state
-                .authorize_limiter
-                .check(client)
-                .map_err(|_| Refusal::RATE_LIMITED)?;
+            spend(state, client).await?;
             pair(state, &credential, &body, client).await
         }
         AuthorizeAction::Renew => {
@@ -172,13 +172,26 @@ async fn authorize_inner(
                 None
             };
             match known {
-                None => Err(charged(Refusal::UNAUTHORIZED)),
+                None => Err(charged(Refusal::UNAUTHORIZED).await),
                 Some((_, device_id)) if state.renewal_limiter.check(&device_id).is_err() => {
                     Err(Refusal::RATE_LIMITED)
                 }
                 Some(_) => renew(state, &credential, &body).await,
             }
         }
+    }
+}
+
+/// Spend one of `client`'s pairing attempts: on this node's limiter, then in
+/// cluster mode on the cluster's count (docs/cluster.md, "Rate limits").
+async fn spend(state: &AppState, client: std::net::IpAddr) -> Result<(), Refusal> {
+    if state.authorize_limiter.check(client).is_err() {
+        return Err(Refusal::RATE_LIMITED);
+    }
+    match crate::rate_limits::cluster_charges::charge(state, client).await {
+        Ok(()) => Ok(()),
+        Err(Refused::OverLimit) => Err(Refusal::RATE_LIMITED),
+        Err(Refused::Store(e)) => Err(store_refusal(&e)),
     }
 }
 

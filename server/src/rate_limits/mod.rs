@@ -4,5 +4,6 @@
 
 pub(crate) mod agent_rate;
 pub mod client_ip;
+pub(crate) mod cluster_charges;
 pub(crate) mod keyed;
 pub(crate) mod rate;

@@ -40,7 +40,7 @@ impl std::fmt::Debug for PeerRateLimiter {
 }
 
 /// Fold an address to the unit one party controls.
-fn rate_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn rate_key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let s = v6.segments();

@@ -214,6 +214,12 @@ pub trait Store:
         now: i64,
     ) -> Result<Option<ApiTokenRecord>, StoreError>;
     async fn touch_api_token(&self, tenant_id: &str, id: &str, now: i64) -> Result<(), StoreError>;
+    /// Count one pairing attempt of client address `peer` in the window `minute`
+    /// (Unix minutes) and return the window's count: the per-address limit
+    /// across replicas (docs/cluster.md, "Rate limits").
+    async fn charge_peer(&self, peer: &str, minute: i64) -> Result<u32, StoreError>;
+    /// Forget the windows before `minute`; returns how many went.
+    async fn prune_peer_charges(&self, minute: i64) -> Result<u64, StoreError>;
     /// Of the tenant's API token and delegation ids `ids` (those in use on a
     /// node), the ones not revoked: a delegation also needs the API token at its
     /// root unrevoked. Expiry is not judged here (each lease has its timer).

@@ -252,6 +252,31 @@ macro_rules! impl_sql_store {
                 device_grants_rows(&self.pool, tenant_id, ids).await
             }
 
+            async fn charge_peer(
+                &self,
+                peer: &str,
+                minute: i64,
+            ) -> Result<u32, $crate::store::StoreError> {
+                let (charges,): (i32,) = sqlx::query_as(
+                    "INSERT INTO peer_charge (peer, minute, charges) VALUES ($1, $2, 1) \
+                     ON CONFLICT (peer, minute) DO UPDATE SET charges = peer_charge.charges + 1 \
+                     RETURNING charges",
+                )
+                .bind(peer)
+                .bind(minute)
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(u32::try_from(charges).unwrap_or(0))
+            }
+
+            async fn prune_peer_charges(&self, minute: i64) -> Result<u64, $crate::store::StoreError> {
+                Ok(sqlx::query("DELETE FROM peer_charge WHERE minute < $1")
+                    .bind(minute)
+                    .execute(&self.pool)
+                    .await?
+                    .rows_affected())
+            }
+
             async fn unrevoked_token_ids(
                 &self,
                 tenant_id: &str,

@@ -146,6 +146,12 @@ impl Store for TimedStore {
     ) -> Result<Vec<DeviceGrant>, StoreError> {
         timed!("device_grants", self.inner.device_grants(tenant_id, ids))
     }
+    async fn charge_peer(&self, peer: &str, minute: i64) -> Result<u32, StoreError> {
+        timed!("charge_peer", self.inner.charge_peer(peer, minute))
+    }
+    async fn prune_peer_charges(&self, minute: i64) -> Result<u64, StoreError> {
+        timed!("prune_peer_charges", self.inner.prune_peer_charges(minute))
+    }
     async fn unrevoked_token_ids(
         &self,
         tenant_id: &str,
