@@ -34,6 +34,7 @@ describe('decideOnClose', () => {
     [4002, { kind: 'stop', state: 'expired' }],
     [4003, { kind: 'replaced' }],
     [1001, { kind: 'reconnect' }],
+    [1012, { kind: 'reconnect' }],
     [1006, { kind: 'reconnect' }],
     [4005, { kind: 'reconnect' }],
     [4004, { kind: 'reconnect' }],

@@ -27,6 +27,9 @@ pub enum CloseCode {
     MessageTooBig,
     /// 1011: an unexpected server error.
     InternalError,
+    /// 1012: this replica is restarting (cluster mode); reconnect, and the load
+    /// balancer sends the socket to another replica.
+    ServiceRestart,
     /// 1013: the node is at capacity; reconnect with backoff.
     TryAgainLater,
     /// 4001: an administrator revoked this device; pair again.
@@ -48,7 +51,7 @@ pub enum CloseCode {
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 15] = [
+    pub const ALL: [CloseCode; 16] = [
         CloseCode::Normal,
         CloseCode::GoingAway,
         CloseCode::ProtocolError,
@@ -56,6 +59,7 @@ impl CloseCode {
         CloseCode::PolicyViolation,
         CloseCode::MessageTooBig,
         CloseCode::InternalError,
+        CloseCode::ServiceRestart,
         CloseCode::TryAgainLater,
         CloseCode::Revoked,
         CloseCode::Expired,
@@ -76,6 +80,7 @@ impl CloseCode {
             CloseCode::PolicyViolation => 1008,
             CloseCode::MessageTooBig => 1009,
             CloseCode::InternalError => 1011,
+            CloseCode::ServiceRestart => 1012,
             CloseCode::TryAgainLater => 1013,
             CloseCode::Revoked => 4001,
             CloseCode::Expired => 4002,
@@ -97,6 +102,7 @@ impl CloseCode {
             CloseCode::PolicyViolation => "protocol violation",
             CloseCode::MessageTooBig => "message too big",
             CloseCode::InternalError => "internal error",
+            CloseCode::ServiceRestart => "replica restarting, reconnect",
             CloseCode::TryAgainLater => "at capacity, try again later",
             CloseCode::Revoked => "device revoked",
             CloseCode::Expired => "device grant expired",
@@ -126,6 +132,7 @@ impl CloseCode {
             | CloseCode::PolicyViolation
             | CloseCode::MessageTooBig
             | CloseCode::InternalError
+            | CloseCode::ServiceRestart
             | CloseCode::TryAgainLater
             | CloseCode::Unauthorized
             | CloseCode::IdleTimeout => AfterClose::Reconnect,

@@ -49,6 +49,17 @@ pub struct Core {
 }
 
 impl Core {
+    /// The code sockets close with when this node drains: 1012 (service
+    /// restart) in cluster mode, where other replicas take the sockets over at
+    /// once, else 1001 (going away). Both mean "reconnect" to a peer.
+    pub fn shutdown_close(&self) -> latchkey_protocol::CloseCode {
+        if self.config.cluster.enabled() {
+            latchkey_protocol::CloseCode::ServiceRestart
+        } else {
+            latchkey_protocol::CloseCode::GoingAway
+        }
+    }
+
     /// The tunables the core runs under.
     pub fn limits(&self) -> &Limits {
         &self.config.limits

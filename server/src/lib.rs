@@ -44,7 +44,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use latchkey_protocol::CloseCode;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -154,7 +153,7 @@ impl ServerHandle {
                 "calls still in flight after half the drain timeout: answering them server_shutting_down"
             );
         }
-        state.registry.close_all(CloseCode::GoingAway);
+        state.registry.close_all(state.shutdown_close());
         // The calls the close just failed hand their answers to the agent sockets
         // before those close.
         let _ = tokio::time::timeout_at(deadline, state.calls.wait()).await;

@@ -324,3 +324,40 @@ async fn pairing_attempts_are_limited_per_address_across_replicas() {
         s.stop().await;
     }
 }
+
+/// A replica that drains (SIGTERM) closes its device and agent sockets with
+/// 1012, service restart: the device reconnects, here straight to the other
+/// replica, and is driven there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_replica_closes_with_service_restart_and_the_device_moves() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let mut ext = b.new_extension().await.expect("extension on b");
+    let grant = ext.pair().await.expect("pair");
+    let mut on_b = FakeBrowser::serve_default(ext.connect_online().await.expect("online on b"));
+    let token = b
+        .admin()
+        .create_token("w", Role::Agent)
+        .await
+        .expect("token");
+    let mut agent_socket = AgentSocket::open(&b, &token.token)
+        .await
+        .expect("agent socket");
+
+    b.stop().await;
+    assert_eq!(
+        on_b.ended(DEADLINE).await.expect("closed"),
+        Ended::Closed(1012)
+    );
+    let (ended, _) = agent_socket
+        .ended(DEADLINE)
+        .await
+        .expect("agent socket closed");
+    assert_eq!(ended, Ended::Closed(1012));
+
+    ext.via(&format!("{}/extension", a.public_base()), a.client_tls());
+    let _on_a = FakeBrowser::serve_default(ext.connect_online().await.expect("online on a"));
+    drives(&a, &grant.device_id).await;
+    a.stop().await;
+}

@@ -155,6 +155,7 @@ async fn serve_socket<S: Socket>(socket: S, state: AppState, p: Principal) {
         ended: CancellationToken::new(),
     };
     let closing = state.closing.clone();
+    let shutdown_close = state.shutdown_close();
     // Requests still being answered, by the agent's id. An id leaves the map when
     // its answer is written or when `cancel` answers it: whichever comes first
     // answers, so every request is answered exactly once.
@@ -241,13 +242,13 @@ async fn serve_socket<S: Socket>(socket: S, state: AppState, p: Principal) {
     // in flight is dropped, which cancels it (a forwarded call sends `cancel` to the
     // browser). When the token ended or the server shuts down, each request still
     // gets its one answer (the token's code, or `server_shutting_down`), then the
-    // close (4006/4007, or 1001).
+    // close (4006/4007, or 1001; 1012 in cluster mode).
     let ending = match token_end {
         _ if write_failed => None,
         Some(end) => Some((end.error(), end.close_code())),
         None if closing.is_cancelled() => Some((
             crate::core_error::CoreError::ShuttingDown.into_body(),
-            latchkey_protocol::CloseCode::GoingAway,
+            shutdown_close,
         )),
         None => None,
     };

@@ -312,7 +312,7 @@ pub fn reason_for_close(close: Option<latchkey_protocol::CloseCode>) -> CoreErro
     match close {
         Some(CloseCode::Revoked) => CoreError::DeviceRevoked,
         Some(CloseCode::Expired) => CoreError::DeviceExpired,
-        Some(CloseCode::GoingAway) => CoreError::ShuttingDown,
+        Some(CloseCode::GoingAway | CloseCode::ServiceRestart) => CoreError::ShuttingDown,
         _ => CoreError::BrowserDisconnected,
     }
 }

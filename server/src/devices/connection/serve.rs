@@ -52,7 +52,7 @@ impl<S: Socket> Connection<S> {
                     }
                 }
                 code = close_signal(&mut close_rx) => break End::close(code, "closed by server"),
-                _ = shutdown.cancelled() => break End::close(CloseCode::GoingAway, "shutdown"),
+                _ = shutdown.cancelled() => break End::close(self.state.shutdown_close(), "shutdown"),
                 msg = self.socket.next() => {
                     let msg = match msg {
                         None => break End::gone("peer went away"),

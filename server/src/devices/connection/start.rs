@@ -52,7 +52,7 @@ impl<S: Socket> Connection<S> {
                 Ok(r) => r,
             },
             code = close_signal(&mut close_rx) => return Err(End::close(code, "closed during handshake")),
-            _ = shutdown.cancelled() => return Err(End::close(CloseCode::GoingAway, "shutdown")),
+            _ = shutdown.cancelled() => return Err(End::close(self.state.shutdown_close(), "shutdown")),
         };
         let (id, params) = handshake?;
         // Everything the device's answer implies is in place before the answer: it is
