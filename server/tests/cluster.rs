@@ -361,3 +361,37 @@ async fn a_draining_replica_closes_with_service_restart_and_the_device_moves() {
     drives(&a, &grant.device_id).await;
     a.stop().await;
 }
+
+/// A device that moves between replicas while NATS is away keeps two sockets
+/// open meanwhile; once NATS is back, the replicas tell each other which
+/// devices they hold, and the older socket closes with 4003.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_made_while_nats_was_away_is_settled_when_it_returns() {
+    let Some((mut nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    nats.stop().await;
+    for s in [&a, &b] {
+        assert!(
+            wait_until(DEADLINE, || async {
+                readiness(s).await == "ready; cluster: disconnected"
+            })
+            .await
+        );
+    }
+    let mut ext = b.new_extension().await.expect("extension");
+    let grant = ext.pair().await.expect("pair");
+    let mut old_on_b = FakeBrowser::serve_default(ext.connect_online().await.expect("on b"));
+    ext.via(&format!("{}/extension", a.public_base()), a.client_tls());
+    let _new_on_a = FakeBrowser::serve_default(ext.connect_online().await.expect("on a"));
+
+    nats.restart().await.expect("nats back");
+    assert_eq!(
+        old_on_b.ended(DEADLINE).await.expect("old socket closed"),
+        Ended::Closed(4003)
+    );
+    drives(&a, &grant.device_id).await;
+    for s in [b, a] {
+        s.stop().await;
+    }
+}

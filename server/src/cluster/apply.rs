@@ -76,12 +76,27 @@ pub fn apply(state: &AppState, envelope: Envelope) {
             connected_at_ms,
         } => {
             count("device_connected");
-            if usable(&device_id)
-                && state
-                    .registry
-                    .close_if_older(&tenant_id, &device_id, connected_at_ms)
+            if !usable(&device_id) {
+                return;
+            }
+            if state
+                .registry
+                .close_if_older(&tenant_id, &device_id, connected_at_ms)
             {
                 tracing::info!(%node, tenant = %tenant_id, device = %device_id, "device reconnected to another replica: its socket here replaced");
+            } else if let Some(ours) =
+                state
+                    .registry
+                    .newer_here(&tenant_id, &device_id, connected_at_ms)
+            {
+                // The sender holds an older socket of a device that is here
+                // now (its notice of the newer one was lost while NATS was
+                // away): tell it again, and it closes its own.
+                state.peers.tell(Notice::DeviceConnected {
+                    tenant_id,
+                    device_id,
+                    connected_at_ms: ours,
+                });
             }
         }
         Notice::Unknown => count("unknown"),

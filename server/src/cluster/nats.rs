@@ -36,6 +36,8 @@ const CLOSING_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Wiring {
     client: async_nats::Client,
+    /// Notified each time the connection to NATS is (re)made.
+    connected: Arc<tokio::sync::Notify>,
     outbox: mpsc::Receiver<Notice>,
     subject: Arc<str>,
     node_id: Arc<str>,
@@ -106,6 +108,8 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
     };
     let node_id = node_id(config);
     let (servers, credentials) = split_credentials(url)?;
+    let connected = Arc::new(tokio::sync::Notify::new());
+    let on_connect = connected.clone();
     let mut options = async_nats::ConnectOptions::new()
         .name(format!("latchkeyd {node_id}"))
         .no_echo()
@@ -117,10 +121,13 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
         .reconnect_delay_callback(|attempts| {
             Duration::from_millis(50u64.saturating_mul(1 << attempts.min(6)).min(2_000))
         })
-        .event_callback(|event| async move {
+        .event_callback(move |event| {
+            let on_connect = on_connect.clone();
+            async move {
             match event {
                 async_nats::Event::Connected => {
                     metrics::gauge!(CLUSTER_CONNECTED).set(1.0);
+                    on_connect.notify_one();
                     tracing::info!("cluster: connected to NATS");
                 }
                 async_nats::Event::Disconnected => {
@@ -128,6 +135,7 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
                     tracing::warn!("cluster: NATS connection lost; revocations reach other replicas by their grant sweeps until it is back");
                 }
                 other => tracing::info!(event = %other, "cluster: NATS event"),
+            }
             }
         });
     options = match credentials {
@@ -163,6 +171,7 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
         peers,
         Wiring {
             client,
+            connected,
             outbox: rx,
             subject: Arc::from(config.subject.as_str()),
             node_id: Arc::from(node_id.as_str()),
@@ -175,6 +184,7 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
 pub fn spawn(state: &AppState, wiring: Wiring) {
     let Wiring {
         client,
+        connected,
         outbox,
         subject,
         node_id,
@@ -189,6 +199,32 @@ pub fn spawn(state: &AppState, wiring: Wiring) {
     state
         .tasks
         .spawn(subscriber(client, subject, state.clone()));
+    state.tasks.spawn(announcer(connected, state.clone()));
+}
+
+/// Each time the connection to NATS is made again, tell the other replicas
+/// about every socket here once more: a `device_connected` notice lost while
+/// NATS was away (a device that moved between replicas meanwhile) still
+/// reaches them, and the older of two sockets of one device closes.
+async fn announcer(connected: Arc<tokio::sync::Notify>, state: AppState) {
+    loop {
+        tokio::select! {
+            () = connected.notified() => {}
+            _ = state.closing.cancelled() => return,
+        }
+        let online = state.registry.online_since();
+        tracing::debug!(
+            devices = online.len(),
+            "cluster: telling the other replicas which devices are here"
+        );
+        for (tenant_id, device_id, connected_at_ms) in online {
+            state.peers.tell(Notice::DeviceConnected {
+                tenant_id,
+                device_id,
+                connected_at_ms,
+            });
+        }
+    }
 }
 
 async fn publisher(

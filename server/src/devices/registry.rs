@@ -360,6 +360,17 @@ impl DeviceRegistry {
         })
     }
 
+    /// When the tenant's device's handshaken socket here registered, if that was
+    /// after `than`: the other replica that told of an older socket is told of
+    /// this one in turn, so it closes its own.
+    pub fn newer_here(&self, tenant_id: &str, device_id: &str, than: i64) -> Option<i64> {
+        self.entries()
+            .get(device_id)
+            .filter(|e| e.tenant_id == tenant_id && e.connected_at_ms > than)
+            .filter(|e| e.link.as_ref().is_some_and(|l| !l.is_closed()))
+            .map(|e| e.connected_at_ms)
+    }
+
     /// Signal every socket of the tenant on this node (revoke-all, before its
     /// commit). Returns how many there were.
     pub fn close_tenant(&self, tenant_id: &str, code: CloseCode) -> usize {
@@ -416,6 +427,16 @@ impl DeviceRegistry {
             }
         }
         by_tenant
+    }
+
+    /// `(tenant, device, connected_at_ms)` of every handshaken socket here: what
+    /// a replica tells the others again once NATS is back (docs/cluster.md).
+    pub fn online_since(&self) -> Vec<(String, String, i64)> {
+        self.entries()
+            .iter()
+            .filter(|(_, e)| e.link.as_ref().is_some_and(|l| !l.is_closed()))
+            .map(|(id, e)| (e.tenant_id.clone(), id.clone(), e.connected_at_ms))
+            .collect()
     }
 
     /// Signal every live socket (shutdown).

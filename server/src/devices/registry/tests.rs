@@ -105,3 +105,22 @@ fn only_a_later_socket_elsewhere_replaces_the_one_here() {
     assert!(r.close_if_older("t", "d", 1_001));
     assert_eq!(*here.close.borrow(), Some(CloseCode::Replaced));
 }
+
+/// What a replica tells the others again when NATS is back, and answers a
+/// notice of an older socket with: only handshaken sockets, with the time each
+/// registered; a newer one here answers, an older or unhandshaken one does not.
+#[test]
+fn handshaken_sockets_are_told_with_their_times() {
+    let r = DeviceRegistry::default();
+    let shaken = r.register("d", "t", 2_000);
+    let _pending = r.register("p", "t", 3_000);
+    assert_eq!(
+        r.attach_link("d", shaken.generation, DeviceLink::new("d", "t", 1), 10),
+        Ok(())
+    );
+    assert_eq!(r.online_since(), [("t".to_string(), "d".to_string(), 2_000)]);
+    assert_eq!(r.newer_here("t", "d", 1_999), Some(2_000));
+    assert_eq!(r.newer_here("t", "d", 2_000), None);
+    assert_eq!(r.newer_here("other", "d", 1_000), None);
+    assert_eq!(r.newer_here("t", "p", 1_000), None, "not handshaken");
+}
