@@ -441,10 +441,10 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     save(out, "storm", &r)?;
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
+    save(out, "revoke", &r)?;
     let r = cluster_revoke::run(40).await?;
     cluster_revoke::print(&r);
     save(out, "cluster-revoke", &r)?;
-    save(out, "revoke", &r)?;
     // A store that works answers every pairing: a refusal is an error here.
     let r = pairing::run(300, 64, false).await?;
     pairing::print(&r);
