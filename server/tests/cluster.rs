@@ -72,6 +72,35 @@ async fn two_replicas_with(edit: fn(&mut Limits)) -> Option<(NatsServer, TestSer
     Some((nats, a, b))
 }
 
+/// A token whose agent socket on `holder` has a call in flight, revoked through
+/// `via`: the call is answered `token_revoked` and the socket closes with 4006.
+/// Returns the browser the call was on, still online.
+async fn token_revoked_across(holder: &TestServer, via: &TestServer) -> FakeBrowser {
+    let token = holder
+        .admin()
+        .create_token("worker", Role::Agent)
+        .await
+        .expect("token");
+    let (browser, mut socket, _session) = call_in_flight(holder, &token.token)
+        .await
+        .expect("call in flight");
+    let (status, _) = via
+        .admin()
+        .revoke_token(&token.view.id)
+        .await
+        .expect("revoke");
+    assert_eq!(status, 200);
+    let (ended, answers) = socket.ended(DEADLINE).await.expect("socket closed");
+    assert_eq!(ended, Ended::Closed(4006));
+    let in_flight: Vec<String> = answers
+        .iter()
+        .filter(|f| f.id() == Some("h"))
+        .map(code_of)
+        .collect();
+    assert_eq!(in_flight, ["token_revoked"]);
+    browser
+}
+
 /// An agent on `server` drives `device` (a call answered by the browser).
 async fn drives(server: &TestServer, device: &str) {
     let agent = server.new_agent().await.expect("agent");
@@ -139,29 +168,7 @@ async fn revoking_a_token_on_one_replica_ends_what_it_holds_on_another() {
     let Some((_nats, a, b)) = two_replicas().await else {
         return;
     };
-    let token = a
-        .admin()
-        .create_token("worker", Role::Agent)
-        .await
-        .expect("token");
-    let (_browser, mut socket, _session) = call_in_flight(&a, &token.token)
-        .await
-        .expect("call in flight");
-
-    let (status, _) = b
-        .admin()
-        .revoke_token(&token.view.id)
-        .await
-        .expect("revoke on b");
-    assert_eq!(status, 200);
-    let (ended, answers) = socket.ended(DEADLINE).await.expect("socket closed");
-    assert_eq!(ended, Ended::Closed(4006));
-    let in_flight: Vec<String> = answers
-        .iter()
-        .filter(|f| f.id() == Some("h"))
-        .map(code_of)
-        .collect();
-    assert_eq!(in_flight, ["token_revoked"]);
+    token_revoked_across(&a, &b).await;
     for s in [b, a] {
         s.stop().await;
     }
@@ -243,14 +250,6 @@ async fn a_token_revoked_on_another_replica_without_nats_ends_at_the_next_sweep(
         .start()
         .await
         .expect("b");
-    let token = a
-        .admin()
-        .create_token("worker", Role::Agent)
-        .await
-        .expect("token");
-    let (_browser, mut socket, _session) = call_in_flight(&a, &token.token)
-        .await
-        .expect("call in flight");
     // Another token of the team, with a socket of its own on A, is not ended.
     let other = a
         .admin()
@@ -261,20 +260,7 @@ async fn a_token_revoked_on_another_replica_without_nats_ends_at_the_next_sweep(
         .await
         .expect("other socket");
 
-    let (status, _) = b
-        .admin()
-        .revoke_token(&token.view.id)
-        .await
-        .expect("revoke on b");
-    assert_eq!(status, 200);
-    let (ended, answers) = socket.ended(DEADLINE).await.expect("socket closed");
-    assert_eq!(ended, Ended::Closed(4006));
-    assert!(
-        answers
-            .iter()
-            .any(|f| f.id() == Some("h") && code_of(f) == "token_revoked"),
-        "{answers:?}"
-    );
+    let _browser = token_revoked_across(&a, &b).await;
     other_socket
         .start_session("still-here")
         .await

@@ -118,7 +118,10 @@ fn handshaken_sockets_are_told_with_their_times() {
         r.attach_link("d", shaken.generation, DeviceLink::new("d", "t", 1), 10),
         Ok(())
     );
-    assert_eq!(r.online_since(), [("t".to_string(), "d".to_string(), 2_000)]);
+    assert_eq!(
+        r.online_since(),
+        [("t".to_string(), "d".to_string(), 2_000)]
+    );
     assert_eq!(r.newer_here("t", "d", 1_999), Some(2_000));
     assert_eq!(r.newer_here("t", "d", 2_000), None);
     assert_eq!(r.newer_here("other", "d", 1_000), None);
