@@ -381,3 +381,45 @@ async fn a_move_made_while_nats_was_away_is_settled_when_it_returns() {
         s.stop().await;
     }
 }
+
+/// Replicas started together on an empty PostgreSQL database: exactly one
+/// bootstraps the first team, and every one of them starts (a lost race to
+/// create it is not an error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_started_together_on_an_empty_store_all_start_and_bootstrap_once() {
+    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+        return;
+    };
+    for _ in 0..5 {
+        let db = latchkey_testkit::ScratchDatabase::create(&admin_url)
+            .await
+            .expect("database");
+        let dirs = [
+            tempfile::tempdir().expect("dir"),
+            tempfile::tempdir().expect("dir"),
+        ];
+        let configs: Vec<latchkey_server::config::Config> = dirs
+            .iter()
+            .map(|d| latchkey_server::config::Config {
+                listen: "127.0.0.1:0".parse().expect("addr"),
+                data_dir: d.path().to_path_buf(),
+                database_url: Some(db.url.clone()),
+                metrics_listen: None,
+                ..Default::default()
+            })
+            .collect();
+        let (first, second) = tokio::join!(
+            latchkey_server::bind(configs[0].clone()),
+            latchkey_server::bind(configs[1].clone())
+        );
+        let (first, second) = (first.expect("first starts"), second.expect("second starts"));
+        let bootstrapped = [&first, &second]
+            .iter()
+            .filter(|h| h.bootstrap.is_some())
+            .count();
+        assert_eq!(bootstrapped, 1);
+        first.shutdown().await;
+        second.shutdown().await;
+        db.drop_database().await;
+    }
+}

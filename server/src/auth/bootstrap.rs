@@ -69,8 +69,13 @@ pub async fn bootstrap_if_empty(
     now: i64,
 ) -> Result<Option<NewTenant>, BootstrapError> {
     let (tenant, record, token) = new_tenant_records(DEFAULT_TENANT, now);
-    if !store.bootstrap(&tenant, &record).await? {
-        return Ok(None);
+    match store.bootstrap(&tenant, &record).await {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        // Another replica starting on the same empty store created the team
+        // between this one's count and its insert (the name is unique).
+        Err(StoreError::Conflict(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
     }
     write_secret_file(&data_dir.join(BOOTSTRAP_TOKEN_FILE), &token)?;
     audit_tenant(store, &tenant, action::TENANT_BOOTSTRAP, "system", now).await;
