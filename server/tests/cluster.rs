@@ -423,3 +423,67 @@ async fn replicas_started_together_on_an_empty_store_all_start_and_bootstrap_onc
         db.drop_database().await;
     }
 }
+
+/// NATS over TLS (a private CA given as `ca_file`) with a user and password in
+/// the URL: notices cross, and the password is in no log line at any level
+/// (the capture holds the NATS client's debug logs too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_with_a_password_notices_cross_and_the_password_is_never_logged() {
+    let Some(backend) = Backend::postgres().await else {
+        return;
+    };
+    let Some(binary) = NatsServer::required_binary() else {
+        return;
+    };
+    let certs = latchkey_testkit::tls::TestCerts::generate().expect("certs");
+    let dir = tempfile::tempdir().expect("dir");
+    let (cert, key) = certs.write(dir.path()).expect("write certs");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs.ca_pem).expect("write ca");
+    let password = format!("nats-pw-{}", new_token());
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let nats = NatsServer::start_with(
+        binary,
+        vec![
+            "--tls".into(),
+            "--tlscert".into(),
+            path(&cert),
+            "--tlskey".into(),
+            path(&key),
+            "--user".into(),
+            "latchkey".into(),
+            "--pass".into(),
+            password.clone(),
+        ],
+    )
+    .await
+    .expect("nats-server over TLS");
+    let url = format!("tls://latchkey:{password}@localhost:{}", nats.port());
+    let start = |first: Option<&TestServer>| {
+        let (url, ca) = (url.clone(), ca.clone());
+        let mut builder = TestServer::builder(backend.clone())
+            .limits(|l| l.grant_recheck_ms = NO_SWEEP_MS)
+            .config(move |c| {
+                c.cluster.nats_url = Some(url);
+                c.cluster.ca_file = Some(ca);
+            });
+        if let Some(first) = first {
+            builder = builder.replica_of(first);
+        }
+        builder.start()
+    };
+    let a = start(None).await.expect("a");
+    let b = start(Some(&a)).await.expect("b");
+    assert!(listening(&a).await && listening(&b).await);
+
+    let (device, mut browser) = browser_on(&a).await;
+    b.admin().revoke(&device).await.expect("revoke on b");
+    assert_eq!(
+        browser.ended(DEADLINE).await.expect("closed"),
+        Ended::Closed(4001)
+    );
+    latchkey_testkit::logs::assert_no_secrets(&[&password]);
+    for s in [b, a] {
+        s.stop().await;
+    }
+}

@@ -12,6 +12,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 #[derive(Debug)]
 pub struct NatsServer {
     binary: PathBuf,
+    /// Options given at start (TLS, credentials), given again on a restart.
+    args: Vec<String>,
     port: u16,
     child: Option<tokio::process::Child>,
 }
@@ -46,12 +48,24 @@ impl NatsServer {
     /// Start on a free loopback port (the server picks it) and wait until it
     /// listens.
     pub async fn start(binary: PathBuf) -> anyhow::Result<Self> {
-        let (child, port) = spawn(&binary, None).await?;
+        Self::start_with(binary, Vec::new()).await
+    }
+
+    /// [`Self::start`] with more options, e.g. `--tls --tlscert F --tlskey F`
+    /// or `--user U --pass P`.
+    pub async fn start_with(binary: PathBuf, args: Vec<String>) -> anyhow::Result<Self> {
+        let (child, port) = spawn(&binary, &args, None).await?;
         Ok(Self {
             binary,
+            args,
             port,
             child: Some(child),
         })
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `nats://127.0.0.1:PORT`.
@@ -69,7 +83,7 @@ impl NatsServer {
     /// Start it again on the same port (clients reconnect to the same URL).
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.stop().await;
-        let (child, _) = spawn(&self.binary, Some(self.port)).await?;
+        let (child, _) = spawn(&self.binary, &self.args, Some(self.port)).await?;
         self.child = Some(child);
         Ok(())
     }
@@ -78,11 +92,13 @@ impl NatsServer {
 /// Start `nats-server` and read its log until it names the port it listens on.
 async fn spawn(
     binary: &PathBuf,
+    args: &[String],
     port: Option<u16>,
 ) -> anyhow::Result<(tokio::process::Child, u16)> {
     let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
     let mut child = tokio::process::Command::new(binary)
         .args(["-a", "127.0.0.1", "-p", &port_arg, "-m", "0"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
