@@ -292,3 +292,79 @@ async fn latchkeyd_behind_nginx() {
     nginx.stop().await;
     server.stop().await;
 }
+
+/// The shipped site's cap on connections per client address (`limit_conn
+/// latchkey_conn 200`, answered 429): an office behind one NAT address gets 200
+/// browsers in, the 201st is refused 429 by nginx, and a browser from another
+/// address still connects (docs/deploy.md, "Sizing nginx").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_gets_200_sockets_through_nginx_and_the_next_is_refused_429() {
+    let Some(binary) = Nginx::binary() else {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required in CI");
+        eprintln!("\n!!! SKIPPED: nginx is not installed (apt-get install nginx) !!!\n");
+        return;
+    };
+    let port = latchkey_testkit::nginx::free_port().expect("port");
+    let public = format!("wss://localhost:{port}");
+    let server = TestServer::builder(Backend::Sqlite)
+        .limits(|l| {
+            // Pairing happens straight at latchkeyd, from one address.
+            l.authorize_per_minute = 60_000;
+            l.max_unused_pairings = 1_000;
+            l.upgrades_per_minute = 1_000_000;
+        })
+        .config(move |c| {
+            c.trusted_proxies = vec!["127.0.0.1/32".parse().expect("cidr")];
+            c.public_url = Some(public);
+        })
+        .start()
+        .await
+        .expect("server");
+    let certs = TestCerts::generate().expect("certs");
+    let options = NginxOptions {
+        upstream: server.addr().to_string(),
+        port,
+        read_timeout: None,
+    };
+    let nginx = Nginx::start(&binary, &certs, &options)
+        .await
+        .expect("nginx");
+    let tls = certs.client_config().expect("tls");
+    let ws_url = format!("wss://localhost:{}/extension", nginx.port);
+    let paired_from = |address: &str| {
+        let (server, ws_url, tls) = (&server, ws_url.clone(), tls.clone());
+        let address: IpAddr = address.parse().expect("ip");
+        async move {
+            let mut ext = server.new_extension().await.expect("extension");
+            // The link names nginx; pairing goes to latchkeyd itself.
+            ext.authorize_url = format!("{}/extension/authorize", server.http_base());
+            ext.pair().await.expect("pair");
+            ext.via(&ws_url, Some(tls));
+            ext.local_addr = Some(address);
+            ext
+        }
+    };
+
+    let mut office = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let ext = paired_from("127.0.0.3").await;
+        office.push(ext.connect_online().await.expect("within the cap"));
+    }
+    let refused = paired_from("127.0.0.3")
+        .await
+        .connect()
+        .await
+        .expect("answer")
+        .expect_err("the 201st from one address is refused");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    // nginx's own answer: the socket never reached latchkeyd.
+    assert!(refused.body.contains("nginx"), "{}", refused.body);
+    let elsewhere = paired_from("127.0.0.4").await;
+    elsewhere
+        .connect_online()
+        .await
+        .expect("another address is not capped");
+    drop(office);
+    nginx.stop().await;
+    server.stop().await;
+}
