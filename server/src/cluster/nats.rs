@@ -100,6 +100,26 @@ fn url_decoded(s: &str) -> String {
         .into_owned()
 }
 
+/// What the NATS client reports about its connection: logged, in the
+/// `latchkey_cluster_connected` gauge, and each (re)connection wakes the
+/// announcer.
+async fn on_event(event: async_nats::Event, on_connect: Arc<tokio::sync::Notify>) {
+    match event {
+        async_nats::Event::Connected => {
+            metrics::gauge!(CLUSTER_CONNECTED).set(1.0);
+            on_connect.notify_one();
+            tracing::info!("cluster: connected to NATS");
+        }
+        async_nats::Event::Disconnected => {
+            metrics::gauge!(CLUSTER_CONNECTED).set(0.0);
+            tracing::warn!(
+                "cluster: NATS connection lost; revocations reach other replicas by their sweeps until it is back"
+            );
+        }
+        other => tracing::info!(event = %other, "cluster: NATS event"),
+    }
+}
+
 /// Start connecting (in the background) and return the handle the core tells
 /// notices to, and what [`spawn`] needs. `None` on one node.
 pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, ClusterError> {
@@ -121,23 +141,7 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
         .reconnect_delay_callback(|attempts| {
             Duration::from_millis(50u64.saturating_mul(1 << attempts.min(6)).min(2_000))
         })
-        .event_callback(move |event| {
-            let on_connect = on_connect.clone();
-            async move {
-            match event {
-                async_nats::Event::Connected => {
-                    metrics::gauge!(CLUSTER_CONNECTED).set(1.0);
-                    on_connect.notify_one();
-                    tracing::info!("cluster: connected to NATS");
-                }
-                async_nats::Event::Disconnected => {
-                    metrics::gauge!(CLUSTER_CONNECTED).set(0.0);
-                    tracing::warn!("cluster: NATS connection lost; revocations reach other replicas by their grant sweeps until it is back");
-                }
-                other => tracing::info!(event = %other, "cluster: NATS event"),
-            }
-            }
-        });
+        .event_callback(move |event| on_event(event, on_connect.clone()));
     options = match credentials {
         Some(Credentials::UserPassword(user, pass)) => options.user_and_password(user, pass),
         Some(Credentials::Token(token)) => options.token(token),
