@@ -64,7 +64,7 @@ pub async fn run(devices: usize) -> anyhow::Result<NginxReport> {
         &binary,
         &certs,
         &NginxOptions {
-            upstream: server.addr.to_string(),
+            upstreams: vec![server.addr.to_string()],
             port,
             read_timeout: None,
         },

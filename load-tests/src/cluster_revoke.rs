@@ -66,17 +66,36 @@ async fn ready(server: &TestServer) -> bool {
     .await
 }
 
-pub async fn run(devices: usize) -> anyhow::Result<ClusterRevokeReport> {
+/// A `nats-server` of the run's own and `count` replicas in cluster mode on one
+/// fresh PostgreSQL database (the first owns it: stop it last), each limited for
+/// `devices` browsers and listening to the others.
+pub(crate) async fn replicas(
+    count: usize,
+    devices: usize,
+) -> anyhow::Result<(NatsServer, Vec<TestServer>)> {
     let backend = Backend::postgres()
         .await
         .context("PostgreSQL not reachable")?;
     let binary = NatsServer::binary().context("nats-server is not installed")?;
     let nats = NatsServer::start(binary).await?;
-    let a = replica(&backend, &nats.url(), devices, None).await?;
-    let b = replica(&backend, &nats.url(), devices, Some(&a)).await?;
-    if !(ready(&a).await && ready(&b).await) {
-        bail!("the replicas did not connect to NATS");
+    let mut servers: Vec<TestServer> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let server = replica(&backend, &nats.url(), devices, servers.first()).await?;
+        servers.push(server);
     }
+    for s in &servers {
+        if !ready(s).await {
+            bail!("a replica did not connect to NATS");
+        }
+    }
+    Ok((nats, servers))
+}
+
+pub async fn run(devices: usize) -> anyhow::Result<ClusterRevokeReport> {
+    let (nats, servers) = replicas(2, devices).await?;
+    let [a, b]: [TestServer; 2] = servers
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("two replicas"))?;
     let mut sockets = crate::revoke::online_devices(&a, devices).await?;
     let (through_a, through_b) = (a.admin(), b.admin());
     let (mut same, mut cross) = (Vec::new(), Vec::new());

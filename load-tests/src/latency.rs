@@ -43,7 +43,7 @@ pub struct LatencyReport {
 }
 
 /// Echo every `tool.echo` request immediately.
-fn echo() -> latchkey_testkit::Script {
+pub(crate) fn echo() -> latchkey_testkit::Script {
     Arc::new(|r| (r.method == "tool.echo").then(|| Action::Reply(json!({ "echo": r.params }))))
 }
 

@@ -12,7 +12,9 @@ mod agents;
 mod audit_export;
 mod audit_writer;
 mod behind_nginx;
+mod cluster_calls;
 mod cluster_revoke;
+mod cluster_throughput;
 mod fleet;
 mod handshake;
 mod idle;
@@ -141,6 +143,23 @@ enum Scenario {
         /// Jitter windows to run, milliseconds.
         #[arg(long, value_delimiter = ',', default_value = "0,1000")]
         jitter_ms: Vec<u64>,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// One call at a time to a browser on another replica in cluster mode
+    /// (PostgreSQL and a nats-server of its own), against the same replica in
+    /// the same run.
+    ClusterCalls {
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Calls per second of three replicas in cluster mode against one, in one
+    /// run (PostgreSQL and a nats-server of its own).
+    ClusterThroughput {
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
         #[command(flatten)]
         out: Out,
     },
@@ -344,6 +363,16 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             storm::print(&r);
             save(&out.out, "storm", &r)
         }
+        Scenario::ClusterCalls { calls, out } => {
+            let r = cluster_calls::run(calls).await?;
+            cluster_calls::print(&r);
+            save(&out.out, "cluster-calls", &r)
+        }
+        Scenario::ClusterThroughput { seconds, out } => {
+            let r = cluster_throughput::run(seconds).await?;
+            cluster_throughput::print(&r);
+            save(&out.out, "cluster-throughput", &r)
+        }
         Scenario::ClusterRevoke { devices, out } => {
             let r = cluster_revoke::run(devices).await?;
             cluster_revoke::print(&r);
@@ -445,6 +474,12 @@ async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = cluster_revoke::run(40).await?;
     cluster_revoke::print(&r);
     save(out, "cluster-revoke", &r)?;
+    let r = cluster_calls::run(200).await?;
+    cluster_calls::print(&r);
+    save(out, "cluster-calls", &r)?;
+    let r = cluster_throughput::run(1.0).await?;
+    cluster_throughput::print(&r);
+    save(out, "cluster-throughput", &r)?;
     // A store that works answers every pairing: a refusal is an error here.
     let r = pairing::run(300, 64, false).await?;
     pairing::print(&r);

@@ -3,4 +3,4 @@
 /**
  * A stable, machine-readable error code.
  */
-export type ErrorCode = "unknown_method" | "unsupported" | "invalid_params" | "not_found" | "permission_denied" | "timeout" | "cdp_failed" | "protocol_error" | "cancelled" | "user_aborted" | "version_too_old" | "multiple_browsers_online" | "no_browser_connected" | "invalid_request" | "unauthorized" | "device_revoked" | "device_expired" | "rate_limited" | "capacity_reached" | "limit_reached" | "store_unavailable" | "server_shutting_down" | "browser_disconnected" | "token_revoked" | "token_expired" | "session_ended" | "internal";
+export type ErrorCode = "unknown_method" | "unsupported" | "invalid_params" | "not_found" | "permission_denied" | "timeout" | "cdp_failed" | "protocol_error" | "cancelled" | "user_aborted" | "version_too_old" | "multiple_browsers_online" | "no_browser_connected" | "invalid_request" | "unauthorized" | "device_revoked" | "device_expired" | "rate_limited" | "capacity_reached" | "limit_reached" | "store_unavailable" | "server_shutting_down" | "gateway_unavailable" | "browser_disconnected" | "token_revoked" | "token_expired" | "session_ended" | "internal";

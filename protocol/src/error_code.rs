@@ -48,6 +48,9 @@ pub enum ErrorCode {
     StoreUnavailable,
     /// The server is draining for shutdown.
     ServerShuttingDown,
+    /// In cluster mode: the replica holding the browser cannot be reached now
+    /// (NATS is away); retry shortly, see `Retry-After`.
+    GatewayUnavailable,
     /// The browser's connection ended (disconnect or replacement) while a call was
     /// in flight; the call's outcome is unknown and it is never replayed.
     BrowserDisconnected,
@@ -133,6 +136,7 @@ error_table! {
     LimitReached           => 409, None, exit::CONFLICT;
     StoreUnavailable       => 503, None, exit::UNAVAILABLE;
     ServerShuttingDown     => 503, Some(CloseCode::GoingAway), exit::UNAVAILABLE;
+    GatewayUnavailable     => 503, None, exit::UNAVAILABLE;
     BrowserDisconnected    => 502, None, exit::BROWSER;
     TokenRevoked           => 401, Some(CloseCode::TokenRevoked), exit::AUTH;
     TokenExpired           => 401, Some(CloseCode::TokenExpired), exit::AUTH;
@@ -189,6 +193,7 @@ impl ErrorCode {
             ErrorCode::LimitReached => "limit_reached",
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ServerShuttingDown => "server_shutting_down",
+            ErrorCode::GatewayUnavailable => "gateway_unavailable",
             ErrorCode::BrowserDisconnected => "browser_disconnected",
             ErrorCode::TokenRevoked => "token_revoked",
             ErrorCode::TokenExpired => "token_expired",
@@ -321,7 +326,7 @@ mod tests {
         let all: Vec<ErrorCode> = ERROR_TABLE.iter().map(|m| m.code).collect();
         let unique: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(all.len(), unique.len(), "a code appears twice");
-        assert_eq!(all.len(), 27, "a new code needs a row");
+        assert_eq!(all.len(), 28, "a new code needs a row");
         for m in ERROR_TABLE {
             let json = serde_json::to_string(&m.code).expect("serialise");
             assert_eq!(json, format!("\"{}\"", m.code.as_str()));

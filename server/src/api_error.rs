@@ -60,7 +60,11 @@ impl ApiError {
 
 impl From<ErrorBody> for ApiError {
     fn from(e: ErrorBody) -> Self {
-        let retry = matches!(e.code, ErrorCode::CapacityReached).then_some(1);
+        let retry = matches!(
+            e.code,
+            ErrorCode::CapacityReached | ErrorCode::GatewayUnavailable
+        )
+        .then_some(1);
         Self {
             code: e.code,
             message: e.message,

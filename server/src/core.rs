@@ -15,6 +15,7 @@ use crate::audit::Audit;
 use crate::clock::Clock;
 use crate::config::{Config, Limits};
 use crate::devices::DeviceRegistry;
+use crate::devices::link::Link;
 use crate::sessions::SessionTable;
 use crate::store::Store;
 
@@ -57,6 +58,65 @@ impl Core {
             latchkey_protocol::CloseCode::ServiceRestart
         } else {
             latchkey_protocol::CloseCode::GoingAway
+        }
+    }
+
+    /// How calls reach the tenant's device: its socket here, else (in cluster
+    /// mode) the replica that holds it (docs/cluster.md, "Calls across
+    /// replicas"). The session logic does not tell them apart.
+    pub fn link(&self, tenant_id: &str, device_id: &str) -> Option<Arc<dyn Link>> {
+        if let Some(link) = self.registry.link(device_id) {
+            return Some(link);
+        }
+        self.peers.remote_link(
+            &self.sessions,
+            self.config.limits.max_calls_in_flight_per_device,
+            tenant_id,
+            device_id,
+        )
+    }
+
+    /// Whether the tenant's device is online here or on another replica.
+    pub fn is_online(&self, tenant_id: &str, device_id: &str) -> bool {
+        self.registry
+            .link_in_tenant(tenant_id, device_id, None)
+            .is_some()
+            || self.peers.holds_elsewhere(tenant_id, device_id)
+    }
+
+    /// Ids of the tenant's online devices, here and on the other replicas.
+    pub fn online_in_tenant(&self, tenant_id: &str) -> Vec<String> {
+        let mut ids = self.registry.online_in_tenant(tenant_id);
+        ids.extend(self.peers.online_elsewhere(tenant_id));
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Wait until the tenant has an online device anywhere (`device_id`, when
+    /// one is named), or `deadline` passes.
+    pub async fn wait_online(
+        &self,
+        tenant_id: &str,
+        device_id: Option<&str>,
+        deadline: std::time::Duration,
+    ) -> bool {
+        let end = tokio::time::Instant::now() + deadline;
+        let online = || match device_id {
+            Some(id) => self.is_online(tenant_id, id),
+            None => !self.online_in_tenant(tenant_id).is_empty(),
+        };
+        loop {
+            // Armed before the check, so a device arriving in between wakes it.
+            let (here, elsewhere) = (self.registry.came_online(), self.peers.learnt_online());
+            if online() {
+                return true;
+            }
+            tokio::select! {
+                () = here => {}
+                () = elsewhere => {}
+                () = tokio::time::sleep_until(end) => return online(),
+            }
         }
     }
 

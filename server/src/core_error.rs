@@ -57,6 +57,9 @@ pub enum CoreError {
     UnknownMethod(String),
     /// The node is draining.
     ShuttingDown,
+    /// The browser's socket is on another replica, which cannot be reached now
+    /// (NATS is away): retry shortly (docs/cluster.md).
+    ReplicaUnreachable,
     /// The API token the work ran on was revoked or expired meanwhile.
     Token(TokenEnd),
     /// A bug; the details are in the log.
@@ -128,6 +131,7 @@ impl CoreError {
             CoreError::InvalidParams { .. } => ErrorCode::InvalidParams,
             CoreError::UnknownMethod(_) => ErrorCode::UnknownMethod,
             CoreError::ShuttingDown => ErrorCode::ServerShuttingDown,
+            CoreError::ReplicaUnreachable => ErrorCode::GatewayUnavailable,
             CoreError::Token(TokenEnd::Revoked) => ErrorCode::TokenRevoked,
             CoreError::Token(TokenEnd::Expired) => ErrorCode::TokenExpired,
             CoreError::Internal(_) => ErrorCode::Internal,
@@ -221,6 +225,10 @@ impl CoreError {
             CoreError::UnknownMethod(message) => (message, None),
             CoreError::ShuttingDown => (
                 "the gateway is shutting down; retry on another node".into(),
+                None,
+            ),
+            CoreError::ReplicaUnreachable => (
+                "the gateway replica holding this browser cannot be reached; retry shortly".into(),
                 None,
             ),
             CoreError::Internal(what) => (what.into(), None),

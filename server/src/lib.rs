@@ -153,6 +153,15 @@ impl ServerHandle {
                 "calls still in flight after half the drain timeout: answering them server_shutting_down"
             );
         }
+        // Sessions here on browsers whose sockets stay open on other replicas
+        // end, and their windows close (docs/cluster.md).
+        let remote = cluster::remote::end_remote_sessions(&state.core);
+        if remote > 0 {
+            tracing::info!(
+                sessions = remote,
+                "draining: sessions on browsers of other replicas ended"
+            );
+        }
         state.registry.close_all(state.shutdown_close());
         // The calls the close just failed hand their answers to the agent sockets
         // before those close.
@@ -165,6 +174,8 @@ impl ServerHandle {
         {
             tracing::warn!("drain timeout reached with connections still open");
         }
+        // What the sockets' ends told the other replicas goes out now.
+        state.peers.finish().await;
         // Rows queued off the callers' paths (tool calls, session ends) are in
         // the store before the process exits.
         if tokio::time::timeout(Duration::from_secs(5), state.audit.flush())

@@ -6,71 +6,14 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
-
 use latchkey_protocol::api::Role;
-use latchkey_server::config::Limits;
 use latchkey_testkit::agent_socket::{call_in_flight, code_of};
+use latchkey_testkit::cluster::{
+    DEADLINE, NO_SWEEP_MS, browser_on, drives, listening, readiness, replica, two_replicas,
+    two_replicas_with,
+};
 use latchkey_testkit::extension::{Ended, new_token};
 use latchkey_testkit::{AgentSocket, Backend, FakeBrowser, NatsServer, TestServer, wait_until};
-
-const DEADLINE: Duration = Duration::from_secs(10);
-/// Longer than any test: only a notice can close a socket on another replica.
-const NO_SWEEP_MS: u64 = 3_600_000;
-
-async fn replica(
-    backend: &Backend,
-    nats_url: &str,
-    first: Option<&TestServer>,
-    edit: fn(&mut Limits),
-) -> TestServer {
-    let url = nats_url.to_string();
-    let mut builder = TestServer::builder(backend.clone())
-        .limits(|l| {
-            l.grant_recheck_ms = NO_SWEEP_MS;
-            edit(l);
-        })
-        .config(move |c| c.cluster.nats_url = Some(url));
-    if let Some(first) = first {
-        builder = builder.replica_of(first);
-    }
-    builder.start().await.expect("replica")
-}
-
-async fn readiness(server: &TestServer) -> String {
-    match server
-        .http
-        .get(format!("{}/readyz", server.http_base()))
-        .send()
-        .await
-    {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(e) => format!("unreachable: {e}"),
-    }
-}
-
-/// Until `server` hears the other replicas (NATS connected, subscribed).
-async fn listening(server: &TestServer) -> bool {
-    wait_until(DEADLINE, || async { readiness(server).await == "ready" }).await
-}
-
-/// NATS and two replicas of one store, both listening; `None` (skipped) where
-/// this machine has no PostgreSQL or nats-server and is not CI.
-async fn two_replicas() -> Option<(NatsServer, TestServer, TestServer)> {
-    two_replicas_with(|_| {}).await
-}
-
-/// [`two_replicas`], with `edit` applied to both replicas' limits.
-async fn two_replicas_with(edit: fn(&mut Limits)) -> Option<(NatsServer, TestServer, TestServer)> {
-    let backend = Backend::postgres().await?;
-    let nats = NatsServer::start(NatsServer::required_binary()?)
-        .await
-        .expect("nats-server");
-    let a = replica(&backend, &nats.url(), None, edit).await;
-    let b = replica(&backend, &nats.url(), Some(&a), edit).await;
-    assert!(listening(&a).await && listening(&b).await);
-    Some((nats, a, b))
-}
 
 /// A token whose agent socket on `holder` has a call in flight, revoked through
 /// `via`: the call is answered `token_revoked` and the socket closes with 4006.
@@ -99,25 +42,6 @@ async fn token_revoked_across(holder: &TestServer, via: &TestServer) -> FakeBrow
         .collect();
     assert_eq!(in_flight, ["token_revoked"]);
     browser
-}
-
-/// An agent on `server` drives `device` (a call answered by the browser).
-async fn drives(server: &TestServer, device: &str) {
-    let agent = server.new_agent().await.expect("agent");
-    let session = agent.start(Some(device)).await.expect("session").id;
-    let answer = agent
-        .call(&session, "tool.tabs_list", serde_json::json!({}))
-        .await
-        .expect("call");
-    assert!(answer.is_ok(), "{:?}", answer.body);
-}
-
-/// A browser paired and online on `server`.
-async fn browser_on(server: &TestServer) -> (String, FakeBrowser) {
-    server
-        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
-        .await
-        .expect("browser")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use std::time::Duration;
 use latchkey_protocol::CloseCode;
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::{
-    Action, AdminClient, Daemon, FakeAgent, FakeBrowser, FakeExtension, retry_unavailable,
-    wait_until,
+    Action, AdminClient, Backend, Daemon, FakeAgent, FakeBrowser, FakeExtension, TestServer,
+    retry_unavailable, wait_until,
 };
 use serde_json::json;
 use tokio::process::Command;
@@ -169,4 +169,30 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
             "device {device}"
         );
     }
+}
+
+/// A drain ends the agents' event streams with `server_shutting_down`, the
+/// code that says "reconnect", rather than holding the drain up until its
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_ends_event_streams_with_server_shutting_down() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let agent = server.new_agent().await.expect("agent");
+    let (_device, _browser) = server
+        .new_browser(latchkey_testkit::browser::never_answers("tool.hang"))
+        .await
+        .expect("browser");
+    let session = agent.start(None).await.expect("session").id;
+    let mut events = agent.events(&session).await.expect("events");
+    let stopping = tokio::spawn(server.stop());
+    let mut seen = Vec::new();
+    while let Some((name, data)) = events.next().await.expect("an event in time") {
+        seen.push(name.clone());
+        if name == "error" {
+            assert_eq!(data["code"], "server_shutting_down", "{data}");
+            break;
+        }
+    }
+    assert_eq!(seen.last().map(String::as_str), Some("error"), "{seen:?}");
+    stopping.await.expect("stopped");
 }

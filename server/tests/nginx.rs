@@ -43,7 +43,7 @@ async fn behind_nginx(
         .expect("server");
     let certs = TestCerts::generate().expect("certs");
     let options = NginxOptions {
-        upstream: server.addr().to_string(),
+        upstreams: vec![server.addr().to_string()],
         port,
         read_timeout: read_timeout.map(str::to_string),
     };
@@ -362,4 +362,85 @@ async fn one_address_gets_200_sockets_through_nginx_and_the_next_is_refused_429(
     drop(office);
     nginx.stop().await;
     server.stop().await;
+}
+
+/// Two replicas in cluster mode behind the shipped nginx, as an upstream of
+/// both: browsers' sockets spread over the replicas, and every request of an
+/// agent reaches the replica its token hashes to, where its sessions live, so
+/// it drives browsers of either replica through the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_behind_nginx_keep_an_agent_on_one_and_spread_browsers() {
+    let Some(binary) = Nginx::binary() else {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required in CI");
+        return;
+    };
+    let Some((_nats, a, b)) = latchkey_testkit::cluster::two_replicas_with(|l| {
+        l.upgrades_per_minute = 60_000;
+    })
+    .await
+    else {
+        return;
+    };
+    let port = latchkey_testkit::nginx::free_port().expect("port");
+    let certs = TestCerts::generate().expect("certs");
+    let options = NginxOptions {
+        upstreams: vec![a.addr().to_string(), b.addr().to_string()],
+        port,
+        read_timeout: None,
+    };
+    let nginx = Nginx::start(&binary, &certs, &options)
+        .await
+        .expect("nginx");
+    let tls = certs.client_config().expect("tls");
+    let mut browsers = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..16 {
+        let mut ext = a.new_extension().await.expect("extension");
+        ids.push(ext.pair().await.expect("pair").device_id);
+        ext.via(
+            &format!("wss://localhost:{port}/extension"),
+            Some(tls.clone()),
+        );
+        browsers.push(FakeBrowser::serve_default(
+            ext.connect_online().await.expect("online through nginx"),
+        ));
+    }
+    let held = (a.state().registry.len(), b.state().registry.len());
+    assert!(
+        held.0 > 0 && held.1 > 0,
+        "browsers on both replicas: {held:?}"
+    );
+
+    let http = latchkey_testkit::reqwest::Client::builder()
+        .tls_certs_only([
+            latchkey_testkit::reqwest::Certificate::from_pem(certs.ca_pem.as_bytes()).expect("ca"),
+        ])
+        .build()
+        .expect("client");
+    let token = a.new_agent().await.expect("agent").token;
+    let agent = FakeAgent::new(http, format!("https://localhost:{port}"), token);
+    let all_online = latchkey_testkit::wait_until(Duration::from_secs(10), || async {
+        agent.browsers().await.is_ok_and(|l| {
+            ids.iter()
+                .all(|id| l.browsers.iter().any(|x| &x.id == id && x.online))
+        })
+    })
+    .await;
+    assert!(all_online, "every browser online for the agent");
+    for id in &ids {
+        let session = agent.start(Some(id)).await.expect("session").id;
+        let answer = agent
+            .call(&session, "tool.snapshot", json!({}))
+            .await
+            .expect("call");
+        assert!(answer.is_ok(), "{id}: {:?}", answer.body);
+        agent.stop(&session).await.expect("stop");
+    }
+    for browser in &browsers {
+        assert_eq!(browser.count("tool.snapshot"), 1);
+    }
+    nginx.stop().await;
+    for s in [b, a] {
+        s.stop().await;
+    }
 }

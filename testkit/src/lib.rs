@@ -8,6 +8,7 @@ pub mod admin;
 pub mod agent;
 pub mod agent_socket;
 pub mod browser;
+pub mod cluster;
 pub mod daemon;
 pub mod database;
 pub mod echo;

@@ -28,8 +28,8 @@ pub struct Nginx {
 /// How to run it.
 #[derive(Debug, Clone)]
 pub struct NginxOptions {
-    /// latchkeyd's plain address, `127.0.0.1:PORT`.
-    pub upstream: String,
+    /// latchkeyd's plain address, `127.0.0.1:PORT`: one, or several replicas.
+    pub upstreams: Vec<String>,
     /// The port to listen on (the public URL latchkeyd was given names it).
     pub port: u16,
     /// The shipped 300 s read timeouts replaced by this (a test of timeouts
@@ -161,7 +161,12 @@ fn site(options: &NginxOptions, dir: &Path) -> anyhow::Result<String> {
         ),
         (
             "server 127.0.0.1:52800;",
-            format!("server {};", options.upstream),
+            options
+                .upstreams
+                .iter()
+                .map(|u| format!("server {u};"))
+                .collect::<Vec<_>>()
+                .join("\n    "),
         ),
         (
             "server_name gw.example.com;",

@@ -48,6 +48,9 @@ pub(crate) fn view(
 ) -> DeviceView {
     let now = state.clock.now_ms();
     let live = state.registry.status(&d.id);
+    // Here, or on another replica (docs/cluster.md).
+    let online =
+        live.is_some_and(|(online, _)| online) || state.peers.holds_elsewhere(&d.tenant_id, &d.id);
     let status = match Verdict::of(Some(&d), now) {
         Verdict::Revoked => DeviceStatus::Revoked,
         Verdict::Expired => DeviceStatus::Expired,
@@ -71,7 +74,7 @@ pub(crate) fn view(
         last_seen_at: last_seen.map(rfc3339),
         revoked_at: d.revoked_at.map(rfc3339),
         status,
-        online: live.is_some_and(|(online, _)| online),
+        online,
     }
 }
 

@@ -38,7 +38,7 @@ pub async fn browser_list(state: &AppState, p: &Principal) -> Result<BrowserList
                 None => d.last_seen_at,
             };
             BrowserView {
-                online: state.registry.link(&d.id).is_some(),
+                online: state.is_online(&p.tenant_id, &d.id),
                 sessions: u32::try_from(state.sessions.count_on_device(&d.id)).unwrap_or(u32::MAX),
                 id: d.id,
                 label: d.label,

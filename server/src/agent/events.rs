@@ -1,7 +1,7 @@
 //! `GET /v1/sessions/{id}/events`: server-sent events for one session (window
 //! closed, user interrupt, session ended). The stream ends after `session_ended`, or
-//! with an `error` event (`token_revoked`, `token_expired`) the moment the token it
-//! was opened with ends.
+//! with an `error` event: `token_revoked`, `token_expired` the moment the token it
+//! was opened with ends, `server_shutting_down` when the node drains.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -34,16 +34,24 @@ pub async fn stream(
     let session = state.sessions.owned(&p, &id)?;
     let rx = session.subscribe();
     let lease = p.lease;
-    let events = stream::unfold(Some((rx, lease)), |open| async move {
-        let (mut rx, lease) = open?;
+    let closing = state.closing.clone();
+    let events = stream::unfold(Some((rx, lease, closing)), |open| async move {
+        let (mut rx, lease, closing) = open?;
+        let error = |body: latchkey_protocol::ErrorBody| {
+            let data = serde_json::to_string(&body).unwrap_or_default();
+            Some((Ok(Event::default().event("error").data(data)), None))
+        };
         loop {
             let received = tokio::select! {
                 // What the session already said goes out before the token's end.
                 biased;
                 r = rx.recv() => r,
-                end = lease.ended() => {
-                    let data = serde_json::to_string(&end.error()).unwrap_or_default();
-                    return Some((Ok(Event::default().event("error").data(data)), None));
+                end = lease.ended() => return error(end.error()),
+                // The node drains: the stream ends with the code that says
+                // "reconnect" (to another replica, in cluster mode), and does
+                // not hold the drain up.
+                () = closing.cancelled() => {
+                    return error(crate::core_error::CoreError::ShuttingDown.into_body());
                 }
             };
             match received {
@@ -52,7 +60,8 @@ pub async fn stream(
                     let name = event.stream_name();
                     let data = serde_json::to_string(&event).unwrap_or_default();
                     let item = Ok(Event::default().event(name).data(data));
-                    return Some((item, if last { None } else { Some((rx, lease)) }));
+                    let next = (!last).then_some((rx, lease, closing));
+                    return Some((item, next));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return None,

@@ -7,6 +7,7 @@
 //! (never stored or shown), and it can only close or end, never admit.
 
 use latchkey_protocol::CloseCode;
+use latchkey_protocol::additions::Features;
 use latchkey_protocol::cluster::{Envelope, Notice};
 
 use crate::app::AppState;
@@ -74,11 +75,19 @@ pub fn apply(state: &AppState, envelope: Envelope) {
             tenant_id,
             device_id,
             connected_at_ms,
+            features,
         } => {
             count("device_connected");
             if !usable(&device_id) {
                 return;
             }
+            state.peers.learn_connected(
+                &tenant_id,
+                &device_id,
+                &latchkey_protocol::cluster::relay::subject_token(&node),
+                connected_at_ms,
+                Features::of(Some(&features)),
+            );
             if state
                 .registry
                 .close_if_older(&tenant_id, &device_id, connected_at_ms)
@@ -92,12 +101,45 @@ pub fn apply(state: &AppState, envelope: Envelope) {
                 // The sender holds an older socket of a device that is here
                 // now (its notice of the newer one was lost while NATS was
                 // away): tell it again, and it closes its own.
+                let features = state
+                    .registry
+                    .link_in_tenant(&tenant_id, &device_id, None)
+                    .map(|l| {
+                        l.features()
+                            .names()
+                            .into_iter()
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 state.peers.tell(Notice::DeviceConnected {
                     tenant_id,
                     device_id,
                     connected_at_ms: ours,
+                    features,
                 });
             }
+        }
+        Notice::DeviceDisconnected {
+            tenant_id,
+            device_id,
+            connected_at_ms,
+            reason,
+        } => {
+            count("device_disconnected");
+            if usable(&device_id) {
+                state.peers.learn_disconnected(
+                    &tenant_id,
+                    &device_id,
+                    &latchkey_protocol::cluster::relay::subject_token(&node),
+                    connected_at_ms,
+                    reason,
+                );
+            }
+        }
+        Notice::Hello => {
+            count("hello");
+            state.peers.announce();
         }
         Notice::Unknown => count("unknown"),
     }

@@ -12,10 +12,16 @@
 //! - [`peers`]: the handle the core tells notices to (a no-op on one node).
 //! - [`nats`]: the connection, the publisher and the subscriber tasks.
 //! - [`apply`]: what a notice from another replica does here.
+//! - [`directory`], [`remote_link`], [`remote`]: calls from here to a device
+//!   whose socket another replica holds; [`relay`]: that replica's side.
 
 pub mod apply;
+pub mod directory;
 pub mod nats;
 pub mod peers;
+pub mod relay;
+pub mod remote;
+pub mod remote_link;
 
 use std::path::PathBuf;
 

@@ -30,7 +30,7 @@ pub enum ClusterError {
 }
 
 /// How long a closing node keeps sending the notices still queued.
-const CLOSING_GRACE: Duration = Duration::from_secs(2);
+pub(super) const CLOSING_GRACE: Duration = Duration::from_secs(2);
 
 /// What the tasks need, handed from [`connect`] to [`spawn`].
 #[derive(Debug)]
@@ -38,6 +38,8 @@ pub struct Wiring {
     client: async_nats::Client,
     /// Notified each time the connection to NATS is (re)made.
     connected: Arc<tokio::sync::Notify>,
+    /// Notified when another replica asks which devices are here.
+    announce: Arc<tokio::sync::Notify>,
     outbox: mpsc::Receiver<Notice>,
     subject: Arc<str>,
     node_id: Arc<str>,
@@ -55,7 +57,11 @@ fn node_id(config: &ClusterConfig) -> String {
                 .filter(|h| !h.is_empty() && h.len() <= 48)
         })
         .unwrap_or_else(|| "latchkeyd".to_string());
-    format!("{base}-{:08x}", rand::random::<u32>())
+    // A subject token: calls for this replica are addressed by it.
+    latchkey_protocol::cluster::relay::subject_token(&format!(
+        "{base}-{:08x}",
+        rand::random::<u32>()
+    ))
 }
 
 /// Credentials taken out of the NATS URL. Its `Debug` shows no secret.
@@ -170,12 +176,20 @@ pub async fn connect(config: &ClusterConfig) -> Result<Option<(Peers, Wiring)>, 
         .map_err(|e| ClusterError::Connect(e.to_string()))?;
     let (tx, rx) = mpsc::channel(super::peers::OUTBOX);
     tracing::info!(node = %node_id, subject = %config.subject, "cluster mode: telling other replicas over NATS");
-    let peers = Peers::new(node_id.clone(), tx, client.clone());
+    let announce = Arc::new(tokio::sync::Notify::new());
+    let peers = Peers::new(
+        node_id.clone(),
+        tx,
+        client.clone(),
+        Arc::from(config.subject.as_str()),
+        announce.clone(),
+    );
     Ok(Some((
         peers,
         Wiring {
             client,
             connected,
+            announce,
             outbox: rx,
             subject: Arc::from(config.subject.as_str()),
             node_id: Arc::from(node_id.as_str()),
@@ -189,31 +203,50 @@ pub fn spawn(state: &AppState, wiring: Wiring) {
     let Wiring {
         client,
         connected,
+        announce,
         outbox,
         subject,
         node_id,
     } = wiring;
-    state.tasks.spawn(publisher(
+    // Not on the node's task tracker: the publisher outlives the sockets, so
+    // that what their ends tell (`device_disconnected`) still goes out; the
+    // drain stops it last (`Peers::finish`).
+    let finished = state.peers.finished();
+    state.peers.set_publisher(tokio::spawn(publisher(
         client.clone(),
         outbox,
         subject.clone(),
         node_id,
-        state.closing.clone(),
+        finished,
+    )));
+    state.tasks.spawn(super::relay::listen(
+        client.clone(),
+        subject.clone(),
+        state.clone(),
     ));
     state
         .tasks
         .spawn(subscriber(client, subject, state.clone()));
-    state.tasks.spawn(announcer(connected, state.clone()));
+    state
+        .tasks
+        .spawn(announcer(connected, announce, state.clone()));
 }
 
 /// Each time the connection to NATS is made again, tell the other replicas
-/// about every socket here once more: a `device_connected` notice lost while
-/// NATS was away (a device that moved between replicas meanwhile) still
-/// reaches them, and the older of two sockets of one device closes.
-async fn announcer(connected: Arc<tokio::sync::Notify>, state: AppState) {
+/// about every socket here once more, and ask them to do the same (`hello`):
+/// a `device_connected` notice lost while NATS was away (a device that moved
+/// between replicas meanwhile) still reaches them, the older of two sockets of
+/// one device closes, and a replica that just joined learns where every device
+/// is. Another replica's `hello` is answered by telling again, without asking.
+async fn announcer(
+    connected: Arc<tokio::sync::Notify>,
+    announce: Arc<tokio::sync::Notify>,
+    state: AppState,
+) {
     loop {
         tokio::select! {
-            () = connected.notified() => {}
+            () = connected.notified() => state.peers.tell(Notice::Hello),
+            () = announce.notified() => {}
             _ = state.closing.cancelled() => return,
         }
         let online = state.registry.online_since();
@@ -221,11 +254,12 @@ async fn announcer(connected: Arc<tokio::sync::Notify>, state: AppState) {
             devices = online.len(),
             "cluster: telling the other replicas which devices are here"
         );
-        for (tenant_id, device_id, connected_at_ms) in online {
+        for (tenant_id, device_id, connected_at_ms, features) in online {
             state.peers.tell(Notice::DeviceConnected {
                 tenant_id,
                 device_id,
                 connected_at_ms,
+                features: features.names().into_iter().map(str::to_string).collect(),
             });
         }
     }
@@ -236,8 +270,9 @@ async fn publisher(
     mut outbox: mpsc::Receiver<Notice>,
     subject: Arc<str>,
     node_id: Arc<str>,
-    closing: tokio_util::sync::CancellationToken,
+    finished: tokio_util::sync::CancellationToken,
 ) {
+    let closing = finished;
     let publish = |notice: Notice| {
         let client = &client;
         let subject = subject.clone();
@@ -268,7 +303,7 @@ async fn publisher(
             _ = closing.cancelled() => break,
         }
     }
-    // What was told before the node closed still goes out, if NATS lets it.
+    // What was told before the node finished still goes out, if NATS lets it.
     let _ = tokio::time::timeout(CLOSING_GRACE, async {
         while let Ok(n) = outbox.try_recv() {
             publish(n).await;
@@ -278,10 +313,14 @@ async fn publisher(
     .await;
 }
 
-async fn subscriber(client: async_nats::Client, subject: Arc<str>, state: AppState) {
-    let closing = state.closing.clone();
-    // Retried: the first subscribe can fail while the connection is being made.
-    let mut messages = loop {
+/// Subscribe to `subject`, retrying until the server holds the subscription
+/// or the node closes (`None`).
+pub(super) async fn subscribe(
+    client: &async_nats::Client,
+    subject: &str,
+    closing: &tokio_util::sync::CancellationToken,
+) -> Option<async_nats::Subscriber> {
+    loop {
         let attempt = async {
             let s = client
                 .subscribe(subject.to_string())
@@ -294,20 +333,30 @@ async fn subscriber(client: async_nats::Client, subject: Arc<str>, state: AppSta
         };
         let subscribed = tokio::select! {
             r = attempt => r,
-            _ = closing.cancelled() => return,
+            _ = closing.cancelled() => return None,
         };
         match subscribed {
-            Ok(s) => break s,
+            Ok(s) => return Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "cluster: cannot subscribe yet; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = closing.cancelled() => return,
+                    _ = closing.cancelled() => return None,
                 }
             }
         }
+    }
+}
+
+async fn subscriber(client: async_nats::Client, subject: Arc<str>, state: AppState) {
+    let closing = state.closing.clone();
+    let Some(mut messages) = subscribe(&client, &subject, &closing).await else {
+        return;
     };
     state.peers.set_listening();
+    // Whoever joined before this replica listened tells again where its
+    // devices are.
+    state.peers.tell(Notice::Hello);
     loop {
         let message = tokio::select! {
             m = messages.next() => m,

@@ -5,7 +5,7 @@
 //! (docs/cluster.md, "When NATS is unreachable").
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use latchkey_protocol::cluster::Notice;
 use tokio::sync::mpsc;
@@ -16,6 +16,11 @@ use crate::telemetry::metrics::{CLUSTER_NOTICES_DROPPED, CLUSTER_NOTICES_SENT};
 /// enough for a revoke-all of a large team while NATS reconnects, small enough
 /// that an unreachable NATS cannot grow the node.
 pub const OUTBOX: usize = 4096;
+
+/// A revoke-all of a large team while NATS is away drops thousands of notices:
+/// one warning a minute, with the count.
+static DROPPED_WARNING: crate::telemetry::every::Every =
+    crate::telemetry::every::Every::new(std::time::Duration::from_secs(60));
 
 /// How this replica's link to the others stands, for `/readyz` and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,20 +46,34 @@ impl ClusterStatus {
 }
 
 #[derive(Debug)]
-struct Shared {
+pub(super) struct Shared {
     node_id: String,
     outbox: mpsc::Sender<Notice>,
     client: async_nats::Client,
-    /// Set once the subscription is known to the NATS server (subscribed and
-    /// flushed): from then on this replica hears every notice. The client
-    /// subscribes again by itself after a reconnect.
-    listening: AtomicBool,
+    /// Calls, cancels and events to other replicas (docs/cluster.md, "Calls
+    /// across replicas").
+    pub(super) relay: super::remote_link::RelayClient,
+    /// Which replica holds each device's socket, as told.
+    pub(super) directory: super::directory::Directory,
+    /// Sessions on other replicas of the devices whose sockets are here.
+    pub(super) routes: super::relay::SessionRoutes,
+    /// Wakes the announcer: another replica asked which devices are here.
+    pub(super) announce: Arc<tokio::sync::Notify>,
+    /// Cancelled once the node's sockets have all ended: the publisher sends
+    /// what is queued and stops.
+    finished: tokio_util::sync::CancellationToken,
+    publisher: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Subscriptions known to the NATS server (subscribed and flushed): the
+    /// notices' and this replica's own subject. With both, it hears every
+    /// notice and answers calls. The client subscribes again by itself after
+    /// a reconnect.
+    listening: AtomicU8,
 }
 
 /// Cheap to clone; `Peers::default()` is the single-node no-op.
 #[derive(Debug, Clone, Default)]
 pub struct Peers {
-    inner: Option<Arc<Shared>>,
+    pub(super) inner: Option<Arc<Shared>>,
 }
 
 impl Peers {
@@ -63,13 +82,26 @@ impl Peers {
         node_id: String,
         outbox: mpsc::Sender<Notice>,
         client: async_nats::Client,
+        subject: Arc<str>,
+        announce: Arc<tokio::sync::Notify>,
     ) -> Self {
+        let relay = super::remote_link::RelayClient {
+            client: client.clone(),
+            base: subject,
+            node_id: Arc::from(node_id.as_str()),
+        };
         Self {
             inner: Some(Arc::new(Shared {
                 node_id,
                 outbox,
                 client,
-                listening: AtomicBool::new(false),
+                relay,
+                directory: Default::default(),
+                routes: Default::default(),
+                announce,
+                finished: Default::default(),
+                publisher: Default::default(),
+                listening: AtomicU8::new(0),
             })),
         }
     }
@@ -84,10 +116,13 @@ impl Peers {
             Ok(()) => metrics::counter!(CLUSTER_NOTICES_SENT).increment(1),
             Err(e) => {
                 metrics::counter!(CLUSTER_NOTICES_DROPPED).increment(1);
-                tracing::warn!(
-                    error = %e,
-                    "cluster notice dropped (NATS unreachable and the queue full); other replicas' grant sweeps close revoked sockets"
-                );
+                if let Some(also) = DROPPED_WARNING.due() {
+                    tracing::warn!(
+                        error = %e,
+                        also_dropped_since_last_warning = also,
+                        "cluster notice dropped (NATS unreachable and the queue full); other replicas' grant sweeps close revoked sockets (logged at most once a minute)"
+                    );
+                }
             }
         }
     }
@@ -99,15 +134,52 @@ impl Peers {
         }
     }
 
+    /// The token the publisher stops on.
+    pub(super) fn finished(&self) -> tokio_util::sync::CancellationToken {
+        self.inner
+            .as_ref()
+            .map(|s| s.finished.clone())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn set_publisher(&self, task: tokio::task::JoinHandle<()>) {
+        if let Some(s) = &self.inner {
+            *s.publisher.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        }
+    }
+
+    /// The last step of a drain, once every socket has ended: send the
+    /// notices still queued (their ends' `device_disconnected` among them),
+    /// within a bound, and stop telling.
+    pub async fn finish(&self) {
+        let Some(s) = &self.inner else { return };
+        s.finished.cancel();
+        let task = s.publisher.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task
+            && tokio::time::timeout(super::nats::CLOSING_GRACE * 2, task)
+                .await
+                .is_err()
+        {
+            tracing::warn!("cluster: notices still queued at exit were not sent");
+        }
+    }
+
+    /// Wake the announcer: tell the others again which devices are here.
+    pub(crate) fn announce(&self) {
+        if let Some(s) = &self.inner {
+            s.announce.notify_one();
+        }
+    }
+
     /// This replica's node id, when in cluster mode.
     pub fn node_id(&self) -> Option<&str> {
         self.inner.as_ref().map(|s| s.node_id.as_str())
     }
 
-    /// Note that this replica now hears the other replicas' notices.
+    /// Note that one of this replica's subscriptions is in place.
     pub(crate) fn set_listening(&self) {
         if let Some(s) = &self.inner {
-            s.listening.store(true, Ordering::Release);
+            s.listening.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -117,7 +189,9 @@ impl Peers {
         match &self.inner {
             None => ClusterStatus::Off,
             Some(s) => match s.client.connection_state() {
-                async_nats::connection::State::Connected if s.listening.load(Ordering::Acquire) => {
+                async_nats::connection::State::Connected
+                    if s.listening.load(Ordering::Acquire) >= 2 =>
+                {
                     ClusterStatus::Connected
                 }
                 _ => ClusterStatus::Disconnected,

@@ -8,7 +8,6 @@
 
 mod person;
 mod serve;
-mod site_blocked;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -186,6 +185,13 @@ impl<S: Socket> Connection<S> {
             if ended > 0 {
                 info!(sessions = ended, "sessions ended with the connection");
             }
+            // Sessions started through this socket from other replicas end too.
+            state.peers.device_gone(
+                &device.tenant_id,
+                &device.id,
+                self.registration.connected_at_ms,
+                reason,
+            );
         }
         if self.handshaken {
             metrics::gauge!(telemetry::DEVICES_CONNECTED).decrement(1.0);

@@ -12,6 +12,7 @@ pub(crate) mod handshake;
 pub(crate) mod link;
 pub mod registry;
 pub(crate) mod revocation;
+pub mod session_events;
 pub mod team_names;
 
 pub use registry::DeviceRegistry;

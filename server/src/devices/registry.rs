@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use latchkey_protocol::CloseCode;
+use latchkey_protocol::additions::Features;
 use tokio::sync::watch;
 
 use crate::devices::link::{DeviceLink, Link, reason_for_close};
@@ -289,6 +290,16 @@ impl DeviceRegistry {
             .map(|l| l as Arc<dyn Link>)
     }
 
+    /// The link to the tenant's device's socket here; with `at`, only if it is
+    /// the socket opened then (a call relayed from another replica means that one).
+    pub fn link_in_tenant(&self, tenant: &str, id: &str, at: Option<i64>) -> Option<Arc<dyn Link>> {
+        let entries = self.entries();
+        let e = entries.get(id).filter(|e| e.tenant_id == tenant)?;
+        let link = e.link.clone().filter(|l| !l.is_closed());
+        link.filter(|_| at.is_none_or(|at| e.connected_at_ms == at))
+            .map(|l| l as Arc<dyn Link>)
+    }
+
     /// Ids of the tenant's devices that are online (handshaken) on this node.
     pub fn online_in_tenant(&self, tenant_id: &str) -> Vec<String> {
         let mut ids: Vec<String> = self
@@ -303,31 +314,10 @@ impl DeviceRegistry {
         ids
     }
 
-    /// Wait until the tenant has an online device (`device_id`, when one is named),
-    /// or `deadline` passes.
-    pub async fn wait_online(
-        &self,
-        tenant_id: &str,
-        device_id: Option<&str>,
-        deadline: std::time::Duration,
-    ) -> bool {
-        let end = tokio::time::Instant::now() + deadline;
-        let online = || {
-            let online = self.online_in_tenant(tenant_id);
-            match device_id {
-                Some(id) => online.iter().any(|d| d == id),
-                None => !online.is_empty(),
-            }
-        };
-        loop {
-            let notified = self.inner.online.notified();
-            if online() {
-                return true;
-            }
-            if tokio::time::timeout_at(end, notified).await.is_err() {
-                return online();
-            }
-        }
+    /// A future woken when a device next comes online here. Made now, not when
+    /// first polled: a device that comes online before then counts.
+    pub fn came_online(&self) -> tokio::sync::futures::Notified<'_> {
+        self.inner.online.notified()
     }
 
     /// Signal the device's live socket to close with `code`, failing its in-flight
@@ -429,13 +419,20 @@ impl DeviceRegistry {
         by_tenant
     }
 
-    /// `(tenant, device, connected_at_ms)` of every handshaken socket here: what
+    /// `(tenant, device, connected_at_ms, features)` of every handshaken socket here: what
     /// a replica tells the others again once NATS is back (docs/cluster.md).
-    pub fn online_since(&self) -> Vec<(String, String, i64)> {
+    pub fn online_since(&self) -> Vec<(String, String, i64, Features)> {
         self.entries()
             .iter()
-            .filter(|(_, e)| e.link.as_ref().is_some_and(|l| !l.is_closed()))
-            .map(|(id, e)| (e.tenant_id.clone(), id.clone(), e.connected_at_ms))
+            .filter_map(|(id, e)| {
+                let link = e.link.as_ref().filter(|l| !l.is_closed())?;
+                Some((
+                    e.tenant_id.clone(),
+                    id.clone(),
+                    e.connected_at_ms,
+                    link.features(),
+                ))
+            })
             .collect()
     }
 

@@ -39,6 +39,7 @@ fn retried(code: ErrorCode) -> bool {
             | ErrorCode::CapacityReached
             | ErrorCode::StoreUnavailable
             | ErrorCode::ServerShuttingDown
+            | ErrorCode::GatewayUnavailable
     )
 }
 
@@ -122,14 +123,14 @@ refusals! {
     SessionStart = AGENT, [
         InvalidRequest, InvalidParams, NotFound, NoBrowserConnected,
         MultipleBrowsersOnline, UserAborted, LimitReached, CapacityReached,
-        ServerShuttingDown, Timeout,
+        ServerShuttingDown, GatewayUnavailable, Timeout,
     ];
     /// A tool call: the agent's refusals and everything the browser can answer.
     ToolCall = AGENT, [
         InvalidRequest, InvalidParams, UnknownMethod, Unsupported, NotFound,
         Timeout, CdpFailed, Cancelled, UserAborted, SessionEnded, CapacityReached,
-        ServerShuttingDown, BrowserDisconnected, DeviceRevoked, DeviceExpired,
-        TokenRevoked, TokenExpired,
+        ServerShuttingDown, GatewayUnavailable, BrowserDisconnected, DeviceRevoked,
+        DeviceExpired, TokenRevoked, TokenExpired,
     ];
     /// The agent WebSocket: refused before the upgrade.
     AgentSocket = AGENT, [InvalidRequest, CapacityReached];

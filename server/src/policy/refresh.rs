@@ -76,7 +76,7 @@ const PUSH_BUDGET: Duration = Duration::from_secs(10);
 /// time (or refuses them) would go on enforcing the old ones: the session
 /// ends instead.
 fn push_site_rules(core: &Core, session: &Arc<Session>, rules: SiteRules) {
-    let Some(link) = core.registry.link(&session.device_id) else {
+    let Some(link) = core.link(&session.tenant_id, &session.device_id) else {
         return;
     };
     if !link.features().site_rules {

@@ -28,7 +28,7 @@ pub(super) fn choose_device(
     let delegated = |reason, message: &str| {
         CoreError::Policy(PolicyDenial::new(reason, message, &[Layer::Delegation]))
     };
-    let mut online = state.registry.online_in_tenant(&principal.tenant_id);
+    let mut online = state.online_in_tenant(&principal.tenant_id);
     if let Some(d) = &principal.delegation {
         if d.scope.session_id.is_some() {
             return Err(delegated(

@@ -361,8 +361,7 @@ async fn run_call(
     }
     let busy = session.begin(&call.method, state.clock.now_ms())?;
     let link = state
-        .registry
-        .link(&session.device_id)
+        .link(&session.tenant_id, &session.device_id)
         .ok_or(CoreError::BrowserDisconnected)?;
     if call.method == "tool.request_help" {
         // The person is asked now: the trail (and whoever follows it) hears of

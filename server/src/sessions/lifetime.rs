@@ -113,7 +113,10 @@ fn end_for_token(state: &Core, session: &Arc<Session>, end: TokenEnd) {
 pub(crate) fn end_now(state: &Core, session: &Arc<Session>, reason: EndReason, why: Abort) {
     session.set_stopping(true);
     state.sessions.finish(session, reason, why);
-    tokio::spawn(close_window(state.clone(), session.clone()));
+    // Tracked like a call in flight: a drain waits for the window to close.
+    state
+        .calls
+        .spawn(close_window(state.clone(), session.clone()));
 }
 
 /// `tool.session_stop`'s params: the session, and why it stops for an
@@ -136,7 +139,7 @@ async fn close_window(state: Core, session: Arc<Session>) {
     session
         .wait_idle(Duration::from_millis(CANCEL_GRACE_MS * 2))
         .await;
-    let Some(link) = state.registry.link(&session.device_id) else {
+    let Some(link) = state.link(&session.tenant_id, &session.device_id) else {
         return;
     };
     let reason = session.end_reason().unwrap_or(EndReason::Stopped);

@@ -70,7 +70,7 @@ async fn start_session(
         }
         // The wait ends with the token, too. A named browser is waited for by name.
         tokio::select! {
-            _ = state.registry.wait_online(
+            _ = state.wait_online(
                 &principal.tenant_id,
                 req.browser_id.as_deref(),
                 Duration::from_millis(wait),
@@ -87,8 +87,7 @@ async fn start_session(
         chosen => chosen?,
     };
     let link = state
-        .registry
-        .link(&device_id)
+        .link(&principal.tenant_id, &device_id)
         .ok_or(CoreError::BrowserNotOnline)?;
     let purpose = admission::purpose(req.purpose.as_deref())?;
     let features = link.features();
@@ -289,7 +288,7 @@ async fn stop_session(
         session.set_stopping(false);
         return Err(CoreError::CancelCleanupTimeout);
     }
-    let Some(link) = state.registry.link(&session.device_id) else {
+    let Some(link) = state.link(&session.tenant_id, &session.device_id) else {
         state.sessions.finish(
             session,
             EndReason::BrowserDisconnected,

@@ -1,5 +1,6 @@
 //! Logs and metrics. Nothing here records headers, subprotocol values or bodies.
 
+pub mod every;
 pub(crate) mod logging;
 pub mod metrics;
 pub mod otel;

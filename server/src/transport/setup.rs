@@ -185,7 +185,8 @@ struct Inner {
     /// Woken when a place frees.
     freed: Notify,
     next_id: AtomicU64,
-    last_warning: Mutex<Option<Instant>>,
+    /// The cap warning, at most once a minute.
+    last_warning: crate::telemetry::every::Every,
 }
 
 impl Inner {
@@ -240,7 +241,7 @@ impl SetupSlots {
                 live: Mutex::new(Live::default()),
                 freed: Notify::new(),
                 next_id: AtomicU64::new(0),
-                last_warning: Mutex::new(None),
+                last_warning: crate::telemetry::every::Every::new(WARN_EVERY),
             }),
         }
     }
@@ -385,18 +386,7 @@ impl SetupSlots {
             waited_on_peer_ms = progress.waited_at(now).as_millis(),
             "connection pushed out at the setup cap"
         );
-        let due = {
-            let mut last = self
-                .inner
-                .last_warning
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let due = last.is_none_or(|t| t.elapsed() >= WARN_EVERY);
-            if due {
-                *last = Some(Instant::now());
-            }
-            due
-        };
+        let due = self.inner.last_warning.due().is_some();
         if due {
             tracing::warn!(
                 cap = self.inner.cap,

@@ -6,17 +6,16 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use latchkey_protocol::additions;
-use latchkey_protocol::agent::SessionEvent;
-use latchkey_protocol::{CloseCode, EndReason, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
+use latchkey_protocol::{CloseCode, ErrorBody, ErrorCode, ErrorFrame, Frame, methods};
 use tokio::time::{Instant, interval, sleep};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::Connection;
 use crate::core_error::CoreError;
 use crate::devices::ending::{End, close_signal, read_failed};
 use crate::devices::grant::Verdict;
 use crate::devices::link::{DeviceLink, RawResult};
-use crate::sessions::table::Abort;
+use crate::devices::session_events;
 use crate::socket::{Inbound, Outbound, Socket, Text};
 use crate::telemetry::metrics as telemetry;
 
@@ -142,12 +141,9 @@ impl<S: Socket> Connection<S> {
             }
             Ok(Frame::Event(event)) => match event.event.as_str() {
                 methods::EVENT_HEARTBEAT => *heartbeat_seen = true,
-                methods::EVENT_WINDOW_CLOSED
-                | methods::EVENT_USER_INTERRUPT
-                | additions::EVENT_USER_STOP => {
-                    self.on_session_event(&event.event, &event.payload);
+                name if session_events::is_session_event(name) => {
+                    self.on_session_event(name, &event.payload);
                 }
-                additions::EVENT_SITE_BLOCKED => self.on_site_blocked(&event.payload),
                 additions::EVENT_KILL_SWITCH => self.on_kill_switch(),
                 other => {
                     crate::failpoint::panic_on_event(other);
@@ -181,53 +177,27 @@ impl<S: Socket> Connection<S> {
         Ok(())
     }
 
-    /// `session.window_closed`, `session.user_interrupt` (docs/protocol.md,
-    /// "Events from the extension") and our extension's `latchkey.user_stop`,
-    /// for sessions of this device only; others are ignored.
+    /// An event about one of this device's sessions: handled where the
+    /// session lives, here or (in cluster mode) on the replica it was started
+    /// from; an event for a session the device does not have is ignored.
     fn on_session_event(&self, event: &str, payload: &serde_json::Value) {
-        let Some(session_id) = payload.get("session_id").and_then(|v| v.as_str()) else {
+        let (tenant, device) = (&self.device.tenant_id, &self.device.id);
+        if session_events::on_event(&self.state, tenant, device, event, payload) {
             return;
-        };
-        let Some(session) = self
-            .state
-            .sessions
-            .get_on_device(&self.device.id, session_id)
-        else {
-            debug!(
-                event,
-                "event for a session this device does not own ignored"
-            );
-            return;
-        };
-        match event {
-            methods::EVENT_WINDOW_CLOSED => {
-                // Already gone in the extension: drop it without `tool.session_stop`.
-                session.emit(SessionEvent::WindowClosed {
-                    session_id: session.id.clone(),
-                });
-                let reason = EndReason::WindowClosed;
-                self.state
-                    .sessions
-                    .finish(&session, reason, Abort::Ended(reason));
-            }
-            additions::EVENT_USER_STOP => {
-                // The person's Stop: the extension has ended it on its side
-                // (tabs given back, window closed); the agent hears why.
-                let reason = EndReason::UserStopped;
-                self.state
-                    .sessions
-                    .finish(&session, reason, Abort::Ended(reason));
-            }
-            _ => {
-                session.abort(Abort::UserInterrupt);
-                session.arm_marker();
-                self.audit_interrupt(&session);
-                session.emit(SessionEvent::UserInterrupt {
-                    session_id: session.id.clone(),
-                });
-            }
         }
-        info!(session = %session.id, event, "session event");
+        let session = payload.get("session_id").and_then(|v| v.as_str());
+        if let Some(session) = session
+            && self
+                .state
+                .peers
+                .relay_event(tenant, device, session, event, payload)
+        {
+            return;
+        }
+        debug!(
+            event,
+            "event for a session this device does not own ignored"
+        );
     }
 
     /// Re-read the grant when the expiry timer fires (it may have been renewed since

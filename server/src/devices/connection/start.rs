@@ -109,6 +109,7 @@ impl<S: Socket> Connection<S> {
                 tenant_id: self.device.tenant_id.clone(),
                 device_id: self.device.id.clone(),
                 connected_at_ms: self.registration.connected_at_ms,
+                features: features.names().into_iter().map(str::to_string).collect(),
             });
         self.registration
             .state

@@ -120,7 +120,7 @@ fn handshaken_sockets_are_told_with_their_times() {
     );
     assert_eq!(
         r.online_since(),
-        [("t".to_string(), "d".to_string(), 2_000)]
+        [("t".to_string(), "d".to_string(), 2_000, Default::default())]
     );
     assert_eq!(r.newer_here("t", "d", 1_999), Some(2_000));
     assert_eq!(r.newer_here("t", "d", 2_000), None);

@@ -13,6 +13,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::EndReason;
+
+pub mod relay;
+
 /// The largest notice a replica accepts; a longer payload is dropped unread. A
 /// notice lists at most [`MAX_IDS`] ids, which fit well within it.
 pub const MAX_NOTICE_BYTES: usize = 64 * 1024;
@@ -47,12 +51,29 @@ pub enum Notice {
         token_ids: Vec<String>,
     },
     /// The device's socket is now on the sender, opened at `connected_at_ms`
-    /// (Unix ms): a socket of it here opened earlier closes with 4003.
+    /// (Unix ms): a socket of it here opened earlier closes with 4003, and
+    /// calls for the device from here go to the sender.
     DeviceConnected {
         tenant_id: String,
         device_id: String,
         connected_at_ms: i64,
+        /// Latchkey's additions the extension listed in its handshake
+        /// (docs/protocol.md, "Latchkey's additions"); absent from an older
+        /// replica, read as none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
     },
+    /// The device's socket on the sender, opened at `connected_at_ms`, ended:
+    /// sessions opened through it from here end with `reason`.
+    DeviceDisconnected {
+        tenant_id: String,
+        device_id: String,
+        connected_at_ms: i64,
+        #[schemars(with = "String")]
+        reason: EndReason,
+    },
+    /// The sender has just (re)joined: tell it which devices you hold.
+    Hello,
     /// A kind this replica does not know (from a newer one): ignored.
     #[serde(other)]
     Unknown,
@@ -97,6 +118,7 @@ mod tests {
                 tenant_id: "ten_1".into(),
                 device_id: "dev_1".into(),
                 connected_at_ms: 5,
+                features: Vec::new(),
             },
         };
         let text = serde_json::to_string(&e).unwrap_or_default();
