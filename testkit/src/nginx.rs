@@ -1,6 +1,7 @@
 //! The real nginx (Debian's package) in front of a latchkeyd, run from the files
 //! we ship: `deploy/nginx/nginx.conf` (the main context, with its connection
-//! sizing) and `deploy/nginx/latchkey.conf` (the site), each with the test's
+//! sizing), `deploy/nginx/latchkey.conf` (the site) and
+//! `deploy/nginx/latchkey-upstream.conf` (the replicas), each with the test's
 //! ports and paths put in. Every literal replaced must be in the shipped file, so
 //! a test follows what operators install.
 
@@ -16,6 +17,10 @@ use crate::wait_until;
 /// The shipped main context and site.
 const SHIPPED_MAIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nginx/nginx.conf");
 const SHIPPED_SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nginx/latchkey.conf");
+const SHIPPED_UPSTREAM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/nginx/latchkey-upstream.conf"
+);
 
 /// A running nginx; killed when dropped.
 pub struct Nginx {
@@ -56,6 +61,7 @@ impl Nginx {
         let dir = tempfile::tempdir()?;
         certs.write(dir.path())?;
         std::fs::write(dir.path().join("latchkey.conf"), site(options, dir.path())?)?;
+        std::fs::write(dir.path().join("upstream.conf"), upstream(options)?)?;
         std::fs::write(dir.path().join("nginx.conf"), main(dir.path())?)?;
         let child = tokio::process::Command::new(binary)
             .arg("-c")
@@ -160,13 +166,8 @@ fn site(options: &NginxOptions, dir: &Path) -> anyhow::Result<String> {
             format!("listen 127.0.0.1:{} ssl;", options.port),
         ),
         (
-            "server 127.0.0.1:52800;",
-            options
-                .upstreams
-                .iter()
-                .map(|u| format!("server {u};"))
-                .collect::<Vec<_>>()
-                .join("\n    "),
+            "include /etc/nginx/latchkey-upstream.conf;",
+            format!("include {}/upstream.conf;", dir.display()),
         ),
         (
             "server_name gw.example.com;",
@@ -189,6 +190,22 @@ fn site(options: &NginxOptions, dir: &Path) -> anyhow::Result<String> {
         replacements.push(("300s;", format!("{timeout};")));
     }
     replace_all(shipped, "deploy/nginx/latchkey.conf", &replacements)
+}
+
+/// The shipped upstream with the test's replicas on its `server` lines.
+fn upstream(options: &NginxOptions) -> anyhow::Result<String> {
+    let shipped = std::fs::read_to_string(SHIPPED_UPSTREAM).context(SHIPPED_UPSTREAM)?;
+    let servers = options
+        .upstreams
+        .iter()
+        .map(|u| format!("server {u};"))
+        .collect::<Vec<_>>()
+        .join("\n    ");
+    replace_all(
+        shipped,
+        "deploy/nginx/latchkey-upstream.conf",
+        &[("server 127.0.0.1:52800;", servers)],
+    )
 }
 
 /// A port free on 127.0.0.1 now (for a listener that must be named before it

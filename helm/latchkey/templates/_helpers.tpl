@@ -42,3 +42,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "latchkey.scheme" -}}
 {{- if .Values.tls.existingSecret -}}HTTPS{{- else -}}HTTP{{- end -}}
 {{- end -}}
+
+{{/* Cluster mode (docs/cluster.md): NATS configured, by URL or by a Secret. */}}
+{{- define "latchkey.clustered" -}}
+{{- if or .Values.cluster.natsUrl .Values.cluster.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/* The drain timeout in whole seconds, rounded up (limits.drain_timeout_ms, 10 s by default). */}}
+{{- define "latchkey.drainSeconds" -}}
+{{- $ms := int (default 10000 .Values.config.limits.drain_timeout_ms) -}}
+{{- div (add $ms 999) 1000 -}}
+{{- end -}}
