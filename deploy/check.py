@@ -92,7 +92,11 @@ def upstream_servers(path: Path) -> tuple[list[str], str]:
     for line in path.read_text().splitlines():
         s = line.strip()
         if s.startswith("server "):
-            servers.append(s.removeprefix("server ").rstrip(";"))
+            address, *params = s.removeprefix("server ").rstrip(";").split()
+            servers.append(address)
+            # Every server keeps the shipped parameters (max_fails=0: a
+            # restarting replica is never taken out, the next one is tried).
+            check(params == ["max_fails=0"], f"{path.name}: server {address} has {params}, not max_fails=0")
         elif s and not s.startswith("#"):
             rest.append(s)
     return servers, "\n".join(rest)

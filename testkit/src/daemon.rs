@@ -33,6 +33,17 @@ impl Daemon {
         dir: &std::path::Path,
         limits: &str,
     ) -> anyhow::Result<Command> {
+        Self::serve_command_on(exe, dir, limits, "127.0.0.1:0")
+    }
+
+    /// [`Daemon::serve_command`] listening on `listen`: a port an earlier run of
+    /// the same replica was given, for a restart a fixed upstream (nginx) finds.
+    pub fn serve_command_on(
+        exe: &std::path::Path,
+        dir: &std::path::Path,
+        limits: &str,
+        listen: &str,
+    ) -> anyhow::Result<Command> {
         let config = dir.join("latchkey.toml");
         std::fs::write(&config, format!("[limits]\n{limits}\n"))?;
         let mut command = Command::new(exe);
@@ -42,7 +53,7 @@ impl Daemon {
             .args([
                 "serve",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--metrics-listen",
                 "127.0.0.1:0",
                 "--data-dir",

@@ -185,6 +185,18 @@ impl FakeExtension {
         Ok(serde_json::from_str(&answer.body)?)
     }
 
+    /// Rotate to `next`, as the extension does: it keeps `next` until an answer
+    /// arrives, so a retry after a lost answer is the same request (answered
+    /// as a retry of the renewal already made). On 200 `next` becomes current.
+    pub async fn renew_to(&mut self, next: &str) -> anyhow::Result<HttpAnswer> {
+        let current = self.token.clone().context("not paired")?;
+        let answer = self.renew_raw(&current, next).await?;
+        if answer.status == 200 {
+            self.token = Some(next.to_string());
+        }
+        Ok(answer)
+    }
+
     /// Open the WebSocket with the current token (no handshake yet).
     pub async fn connect(&self) -> anyhow::Result<Result<ExtensionSocket, HttpAnswer>> {
         let token = self.token.clone().context("not paired")?;

@@ -198,13 +198,13 @@ fn upstream(options: &NginxOptions) -> anyhow::Result<String> {
     let servers = options
         .upstreams
         .iter()
-        .map(|u| format!("server {u};"))
+        .map(|u| format!("server {u} max_fails=0;"))
         .collect::<Vec<_>>()
         .join("\n    ");
     replace_all(
         shipped,
         "deploy/nginx/latchkey-upstream.conf",
-        &[("server 127.0.0.1:52800;", servers)],
+        &[("server 127.0.0.1:52800 max_fails=0;", servers)],
     )
 }
 
