@@ -51,7 +51,7 @@ async fn replica(
     builder.start().await
 }
 
-async fn ready(server: &TestServer) -> bool {
+pub(crate) async fn ready(server: &TestServer) -> bool {
     wait_until(Duration::from_secs(10), || async {
         let answer = server
             .http

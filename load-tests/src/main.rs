@@ -14,6 +14,7 @@ mod audit_writer;
 mod behind_nginx;
 mod cluster_calls;
 mod cluster_revoke;
+mod cluster_rolling;
 mod cluster_throughput;
 mod fleet;
 mod handshake;
@@ -25,6 +26,7 @@ mod pairs;
 mod payload;
 mod policed;
 mod procfs;
+mod quick;
 mod relay;
 mod report;
 mod revoke;
@@ -160,6 +162,14 @@ enum Scenario {
     ClusterThroughput {
         #[arg(long, default_value_t = 10.0)]
         seconds: f64,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Device reconnect time in a rolling restart of three replicas in cluster
+    /// mode (PostgreSQL and a nats-server of its own).
+    ClusterRolling {
+        #[arg(long, default_value_t = 1500)]
+        devices: usize,
         #[command(flatten)]
         out: Out,
     },
@@ -373,6 +383,11 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             cluster_throughput::print(&r);
             save(&out.out, "cluster-throughput", &r)
         }
+        Scenario::ClusterRolling { devices, out } => {
+            let r = cluster_rolling::run(devices).await?;
+            cluster_rolling::print(&r);
+            save(&out.out, "cluster-rolling", &r)
+        }
         Scenario::ClusterRevoke { devices, out } => {
             let r = cluster_revoke::run(devices).await?;
             cluster_revoke::print(&r);
@@ -433,75 +448,10 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
             pairing::print(&r);
             save(&out.out, &format!("pairing-{}", r.backend), &r)
         }
-        Scenario::Quick { out } => quick(&out).await,
+        Scenario::Quick { out } => quick::quick(&out).await,
         Scenario::ServeRelay { tls_cert, tls_key } => {
             relay::serve(tls_cert.as_deref(), tls_key.as_deref()).await
         }
         Scenario::ServeLatchkeyd { .. } => unreachable!("handled before the runtime starts"),
     }
-}
-
-/// Every scenario at small sizes; any error fails the run, figures are only printed.
-async fn quick(out: &Path) -> anyhow::Result<()> {
-    let r = idle::run(200, 2, 1.0).await?;
-    idle::print(&r);
-    save(out, "idle", &r)?;
-    let r = latency::run(200, false, true).await?;
-    latency::print(&r);
-    save(out, "latency", &r)?;
-    let r = throughput::run(&[1, 16], 1.0, 500, 150, false).await?;
-    throughput::print(&r);
-    save(out, "throughput", &r)?;
-    // Under a policy, every call must still pass: a refusal is an error here.
-    let r = throughput::run(&[16], 1.0, 0, 150, true).await?;
-    throughput::print(&r);
-    save(out, "throughput-policy", &r)?;
-    let r = mcp_path::run(16, 1.0).await?;
-    mcp_path::print(&r);
-    save(out, "mcp", &r)?;
-    let r = payload::run(&[256 << 10], 1.0).await?;
-    payload::print(&r);
-    save(out, "payload", &r)?;
-    let r = handshake::run(8, 1.0).await?;
-    handshake::print(&r);
-    save(out, "handshake", &r)?;
-    let r = storm::run(200, &millis(&[0, 200])).await?;
-    storm::print(&r);
-    save(out, "storm", &r)?;
-    let r = revoke::revoke(20, 20, false).await?;
-    revoke::print(&r);
-    save(out, "revoke", &r)?;
-    let r = cluster_revoke::run(40).await?;
-    cluster_revoke::print(&r);
-    save(out, "cluster-revoke", &r)?;
-    let r = cluster_calls::run(200).await?;
-    cluster_calls::print(&r);
-    save(out, "cluster-calls", &r)?;
-    let r = cluster_throughput::run(1.0).await?;
-    cluster_throughput::print(&r);
-    save(out, "cluster-throughput", &r)?;
-    // A store that works answers every pairing: a refusal is an error here.
-    let r = pairing::run(300, 64, false).await?;
-    pairing::print(&r);
-    anyhow::ensure!(r.retried == 0, "{} pairings were refused", r.retried);
-    save(out, "pairing-sqlite", &r)?;
-    // The shipped nginx holds more browsers than Debian's stock main context
-    // (about 380 per worker): every one of 1,200 must connect and stay.
-    let r = behind_nginx::run(1_200).await?;
-    behind_nginx::print(&r);
-    behind_nginx::all_online(&r)?;
-    save(out, "nginx", &r)?;
-    let r = audit_writer::sqlite(2_000).await?;
-    audit_writer::print(&r);
-    save(out, "audit-writer-sqlite", &r)?;
-    let r = audit_export::run(2_000, false).await?;
-    audit_export::print(&r);
-    save(out, "audit-export-sqlite", &r)?;
-    // The report renders from what was just measured (into the output directory, so
-    // docs/ is untouched).
-    report::write(
-        out,
-        &out.join("benchmarks.md"),
-        Path::new("load-tests/notes.md"),
-    )
 }

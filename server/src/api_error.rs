@@ -95,7 +95,7 @@ impl From<ApiError> for ErrorBody {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(_) => {
+            StoreError::Unavailable(_) | StoreError::Contended(_) => {
                 metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => "unavailable")
                     .increment(1);
                 tracing::warn!(error = %e, "store unavailable");

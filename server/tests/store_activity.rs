@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection;
+
 use latchkey_server::store::{
     DeviceSeen, NewAuditEvent, NewDevice, PostgresStore, SqliteStore, Store, TenantRecord,
 };
@@ -146,5 +148,104 @@ async fn activity_batches_on_postgres() {
         .await
         .expect("connect");
     exercise(Arc::new(store)).await;
+    db.drop_database().await;
+}
+
+/// Two replicas' group commits update the last-seen times of devices that moved
+/// between them: each must lock the device rows in one order, (tenant, id), or
+/// the two wait on each other until PostgreSQL's deadlock_timeout (1 s) fails
+/// one, and its audit rows with it. Here another transaction holds the later
+/// device `b`; the commit is given `b` before `a`, and `b` also comes first on
+/// disk, yet it must already hold `a` while it waits for `b`.
+#[tokio::test]
+async fn the_commit_locks_devices_in_one_order_on_postgres() {
+    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+        return;
+    };
+    let db = ScratchDatabase::create(&admin_url).await.expect("database");
+    let store = Arc::new(
+        PostgresStore::connect(&db.url, Duration::from_secs(5))
+            .await
+            .expect("connect"),
+    );
+    store.migrate().await.expect("migrate");
+    store
+        .create_tenant(&TenantRecord {
+            id: "t1".into(),
+            name: "t1-name".into(),
+            created_at: 1,
+        })
+        .await
+        .expect("tenant");
+    // `b` is written first, so it comes first on disk as well as in the list.
+    for (n, id) in ["b", "a"].iter().enumerate() {
+        store
+            .ensure_local_device(
+                "t1",
+                &NewDevice {
+                    id: (*id).into(),
+                    label: "lab".into(),
+                    token_hash: format!("{n:064x}"),
+                    created_at: 1,
+                    expires_at: i64::MAX / 2,
+                    renew_after: i64::MAX / 4,
+                },
+            )
+            .await
+            .expect("device");
+    }
+    let mut holder = sqlx::PgConnection::connect(&db.url).await.expect("holder");
+    sqlx::query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .expect("begin");
+    sqlx::query("SELECT 1 FROM device WHERE id = 'b' FOR UPDATE")
+        .execute(&mut holder)
+        .await
+        .expect("lock b");
+
+    let seen = |id: &str| DeviceSeen {
+        tenant_id: "t1".into(),
+        device_id: id.into(),
+        at: 5,
+        browser: None,
+    };
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.record_activity(&[seen("b"), seen("a")], &[]).await })
+    };
+    let watcher = sqlx::PgPool::connect(&db.url).await.expect("watcher");
+    let waits = latchkey_testkit::wait_until(Duration::from_secs(10), || {
+        let watcher = watcher.clone();
+        async move {
+            let (n,): (i64,) = sqlx::query_as(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&watcher)
+            .await
+            .expect("activity");
+            n == 1
+        }
+    })
+    .await;
+    assert!(waits, "the commit waits for b");
+    // `a` is taken already: by the commit, before it waited for `b`.
+    let taken = sqlx::query("SELECT 1 FROM device WHERE id = 'a' FOR UPDATE NOWAIT")
+        .execute(&mut holder)
+        .await;
+    let code = match &taken {
+        Err(sqlx::Error::Database(e)) => e.code().map(|c| c.into_owned()),
+        _ => None,
+    };
+    assert_eq!(code.as_deref(), Some("55P03"), "a was free: {taken:?}");
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("rollback");
+    writer
+        .await
+        .expect("join")
+        .expect("committed once b was free");
     db.drop_database().await;
 }

@@ -14,6 +14,11 @@ pub enum StoreError {
     /// A uniqueness rule refused the write.
     #[error("store conflict: {0}")]
     Conflict(String),
+    /// Another transaction won a lock this one needed (PostgreSQL's deadlock or
+    /// serialization failure): nothing was written, and the same transaction
+    /// run again at once may well succeed.
+    #[error("store contended: {0}")]
+    Contended(String),
     /// Anything else: a bug or a corrupt row.
     #[error("store error: {0}")]
     Internal(String),
@@ -22,7 +27,7 @@ pub enum StoreError {
 impl StoreError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            StoreError::Unavailable(_) => ErrorCode::StoreUnavailable,
+            StoreError::Unavailable(_) | StoreError::Contended(_) => ErrorCode::StoreUnavailable,
             StoreError::Conflict(_) => ErrorCode::InvalidRequest,
             StoreError::Internal(_) => ErrorCode::Internal,
         }
@@ -94,6 +99,10 @@ impl From<sqlx::Error> for StoreError {
                     || code == PG_READ_ONLY_TRANSACTION;
                 if code == PG_READ_ONLY_TRANSACTION {
                     note_read_only();
+                }
+                // PostgreSQL 40001 serialization_failure, 40P01 deadlock_detected.
+                if code == "40001" || code == "40P01" {
+                    return StoreError::Contended(db.message().to_string());
                 }
                 if sqlite_retry || pg_retry {
                     StoreError::Unavailable(db.message().to_string())

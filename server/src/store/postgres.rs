@@ -28,6 +28,7 @@ pub struct PostgresStore {
 
 impl Backend for PostgresStore {
     type Db = Postgres;
+    const ROW_LOCKS: bool = true;
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");

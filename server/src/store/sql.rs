@@ -486,4 +486,8 @@ pub(super) use impl_sql_store;
 /// Ties a store type to its sqlx database, for helpers generic over the executor.
 pub(super) trait Backend {
     type Db: sqlx::Database;
+    /// Whether writers lock rows (PostgreSQL: `SELECT … FOR UPDATE` exists and
+    /// several writers run at once) rather than the whole database (SQLite,
+    /// one writer at a time).
+    const ROW_LOCKS: bool;
 }

@@ -103,8 +103,36 @@ macro_rules! impl_sql_batches {
         }
 
         /// What `Store::record_activity` writes, in one transaction: the audit
-        /// rows each in its place in its tenant's hash chain.
+        /// rows each in its place in its tenant's hash chain. Run again when
+        /// another writer's transaction won a lock this one needed, so a batch
+        /// is never lost to a race between replicas.
         async fn record_activity_rows(
+            store: &$store,
+            seen: &[$crate::store::DeviceSeen],
+            events: &[$crate::store::NewAuditEvent],
+        ) -> Result<(), $crate::store::StoreError> {
+            // Devices in one order (tenant, id) in every writer: two replicas
+            // committing last-seen times of the same devices lock their rows
+            // in the same order, so neither waits on the other in a cycle
+            // (which PostgreSQL breaks only after its deadlock_timeout, 1 s,
+            // by failing one of them).
+            let mut seen = $crate::store::DeviceSeen::latest_per_device(seen);
+            seen.sort_by(|a, b| (&a.tenant_id, &a.device_id).cmp(&(&b.tenant_id, &b.device_id)));
+            let mut attempt = 1;
+            loop {
+                match record_activity_once(store, &seen, events).await {
+                    Err($crate::store::StoreError::Contended(why))
+                        if attempt < $crate::store::sql_batches::CONTENDED_ATTEMPTS =>
+                    {
+                        tracing::debug!(attempt, %why, "audit commit contended; run again");
+                        attempt += 1;
+                    }
+                    other => return other,
+                }
+            }
+        }
+
+        async fn record_activity_once(
             store: &$store,
             seen: &[$crate::store::DeviceSeen],
             events: &[$crate::store::NewAuditEvent],
@@ -112,9 +140,20 @@ macro_rules! impl_sql_batches {
             // A storm commits thousands of rows at once: one statement per
             // chunk, not per row (each statement is a round trip to the
             // store's worker).
-            let seen = $crate::store::DeviceSeen::latest_per_device(seen);
             let mut tx = store.begin_write().await?;
-            for chunk in $crate::store::sql_batches::statement_chunks(&seen) {
+            for chunk in $crate::store::sql_batches::statement_chunks(seen) {
+                if <$store as $crate::store::sql::Backend>::ROW_LOCKS {
+                    // The UPDATE below locks rows in whatever order its plan
+                    // visits them; this takes them in the sorted order first.
+                    let mut q = sqlx::QueryBuilder::new(
+                        "SELECT 1 FROM device WHERE (tenant_id, id) IN (",
+                    );
+                    q.push_values(chunk, |mut row, s| {
+                        row.push_bind(&s.tenant_id).push_bind(&s.device_id);
+                    });
+                    q.push(") ORDER BY tenant_id, id FOR UPDATE");
+                    q.build().execute(&mut *tx).await?;
+                }
                 let mut q = sqlx::QueryBuilder::new(
                     "WITH seen (tenant_id, id, seen_at, browser_name, browser_version) AS (",
                 );
@@ -133,15 +172,19 @@ macro_rules! impl_sql_batches {
                      FROM seen WHERE device.tenant_id = seen.tenant_id AND device.id = seen.id",
                 );
                 q.build().execute(&mut *tx).await?;
-        }
-        insert_chained_events(&mut tx, events).await?;
-        tx.commit().await?;
-        Ok(())
+            }
+            insert_chained_events(&mut tx, events).await?;
+            tx.commit().await?;
+            Ok(())
         }
     };
 }
 
 pub(super) use impl_sql_batches;
+
+/// How many times one group commit runs when another writer's transaction keeps
+/// winning a lock it needs ([`StoreError::Contended`](super::StoreError::Contended)).
+pub(crate) const CONTENDED_ATTEMPTS: u32 = 5;
 
 /// `rows` in chunks for multi-row statements: full chunks of
 /// [`ROWS_PER_STATEMENT`](super::sql::ROWS_PER_STATEMENT), then the rest in powers of two (300 rows: 256, 32, 8,

@@ -36,6 +36,7 @@ pub struct SqliteStore {
 
 impl Backend for SqliteStore {
     type Db = Sqlite;
+    const ROW_LOCKS: bool = false;
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
