@@ -122,6 +122,8 @@ async fn terminate(replica: &mut Replica) {
 #[derive(Default)]
 struct Browsers {
     online: usize,
+    /// Handshakes answered, over the whole run.
+    connections: usize,
     /// How each socket ended, by code (`dropped` without a Close).
     closes: BTreeMap<String, usize>,
     /// Longest time from a close to the same device online again.
@@ -155,6 +157,7 @@ async fn keep_online(
         {
             let mut seen = seen.lock().unwrap();
             seen.online += 1;
+            seen.connections += 1;
             if let Some(since) = away_since.take() {
                 seen.longest_away = seen.longest_away.max(since.elapsed());
             }
@@ -419,6 +422,14 @@ async fn a_rolling_restart_under_load_loses_nothing() {
         call_rows >= calls.ok,
         "{call_rows} call rows for {} answered calls",
         calls.ok
+    );
+    // A handshake is answered only after its connect row's commit returned.
+    let connect_rows =
+        count("SELECT count(*) FROM audit_event WHERE action = 'device.connect'").await;
+    assert!(
+        connect_rows >= browsers.connections,
+        "{connect_rows} connect rows for {} handshakes",
+        browsers.connections
     );
     let renew_rows = count("SELECT count(*) FROM audit_event WHERE action = 'device.renew'").await;
     assert_eq!(renew_rows, DEVICES, "one row per renewal");
