@@ -16,10 +16,9 @@ use std::time::{Duration, Instant};
 
 use latchkey_protocol::agent::StartSessionRequest;
 use latchkey_testkit::extension::{Ended, new_token};
-use latchkey_testkit::tls::TestCerts;
 use latchkey_testkit::{
     AdminClient, Backend, Daemon, FakeAgent, FakeBrowser, FakeExtension, NatsServer, Nginx,
-    NginxOptions, ScratchDatabase, wait_until,
+    ScratchDatabase, wait_until,
 };
 use serde_json::json;
 use tokio::process::Command;
@@ -291,15 +290,13 @@ async fn a_rolling_restart_under_load_loses_nothing() {
     for replica in &mut replicas {
         cluster.start(replica).await;
     }
-    let certs = TestCerts::generate().expect("certs");
-    let options = NginxOptions {
-        upstreams: replicas.iter().map(|r| r.listen.clone()).collect(),
+    let (nginx, certs) = Nginx::start_in_front(
+        &binary,
+        replicas.iter().map(|r| r.listen.clone()).collect(),
         port,
-        read_timeout: None,
-    };
-    let nginx = Nginx::start(&binary, &certs, &options)
-        .await
-        .expect("nginx");
+    )
+    .await
+    .expect("nginx");
     let tls = certs.client_config().expect("tls");
     // Each browser from an address of its own (127.0.1.N), as browsers are in
     // different homes: the shipped nginx allows one address 60 pairings and

@@ -382,15 +382,13 @@ async fn replicas_behind_nginx_keep_an_agent_on_one_and_spread_browsers() {
         return;
     };
     let port = latchkey_testkit::nginx::free_port().expect("port");
-    let certs = TestCerts::generate().expect("certs");
-    let options = NginxOptions {
-        upstreams: vec![a.addr().to_string(), b.addr().to_string()],
+    let (nginx, certs) = Nginx::start_in_front(
+        &binary,
+        vec![a.addr().to_string(), b.addr().to_string()],
         port,
-        read_timeout: None,
-    };
-    let nginx = Nginx::start(&binary, &certs, &options)
-        .await
-        .expect("nginx");
+    )
+    .await
+    .expect("nginx");
     let tls = certs.client_config().expect("tls");
     let mut browsers = Vec::new();
     let mut ids = Vec::new();

@@ -20,34 +20,44 @@ use latchkey_testkit::server::ScratchDatabase;
 /// More devices than one statement carries (`ROWS_PER_STATEMENT` is 256).
 const DEVICES: usize = 300;
 
-async fn exercise(store: Arc<dyn Store>) {
+/// A migrated store with the tenants `ids`.
+async fn with_tenants(store: &dyn Store, ids: &[&str]) {
     store.migrate().await.expect("migrate");
-    for t in ["t1", "t2"] {
+    for t in ids {
         store
             .create_tenant(&TenantRecord {
-                id: t.into(),
+                id: (*t).into(),
                 name: format!("{t}-name"),
                 created_at: 1,
             })
             .await
             .expect("tenant");
     }
+}
+
+/// Device `id` of tenant `t1`, its token hash made from `n`.
+async fn add_device(store: &dyn Store, id: String, n: usize) {
+    store
+        .ensure_local_device(
+            "t1",
+            &NewDevice {
+                id,
+                label: "lab".into(),
+                token_hash: format!("{n:064x}"),
+                created_at: 1,
+                expires_at: i64::MAX / 2,
+                renew_after: i64::MAX / 4,
+            },
+        )
+        .await
+        .expect("device");
+}
+
+async fn exercise(store: Arc<dyn Store>) {
+    with_tenants(store.as_ref(), &["t1", "t2"]).await;
     let device = |n: usize| format!("d{n:04}");
     for n in 0..DEVICES {
-        store
-            .ensure_local_device(
-                "t1",
-                &NewDevice {
-                    id: device(n),
-                    label: "lab".into(),
-                    token_hash: format!("{n:064x}"),
-                    created_at: 1,
-                    expires_at: i64::MAX / 2,
-                    renew_after: i64::MAX / 4,
-                },
-            )
-            .await
-            .expect("device");
+        add_device(store.as_ref(), device(n), n).await;
     }
     let seen = |n: usize, at: i64, browser: Option<&str>| DeviceSeen {
         tenant_id: "t1".into(),
@@ -168,31 +178,10 @@ async fn the_commit_locks_devices_in_one_order_on_postgres() {
             .await
             .expect("connect"),
     );
-    store.migrate().await.expect("migrate");
-    store
-        .create_tenant(&TenantRecord {
-            id: "t1".into(),
-            name: "t1-name".into(),
-            created_at: 1,
-        })
-        .await
-        .expect("tenant");
+    with_tenants(store.as_ref(), &["t1"]).await;
     // `b` is written first, so it comes first on disk as well as in the list.
     for (n, id) in ["b", "a"].iter().enumerate() {
-        store
-            .ensure_local_device(
-                "t1",
-                &NewDevice {
-                    id: (*id).into(),
-                    label: "lab".into(),
-                    token_hash: format!("{n:064x}"),
-                    created_at: 1,
-                    expires_at: i64::MAX / 2,
-                    renew_after: i64::MAX / 4,
-                },
-            )
-            .await
-            .expect("device");
+        add_device(store.as_ref(), (*id).into(), n).await;
     }
     let mut holder = sqlx::PgConnection::connect(&db.url).await.expect("holder");
     sqlx::query("BEGIN")

@@ -89,6 +89,23 @@ impl Nginx {
         Ok(Self { child, dir, port })
     }
 
+    /// nginx with the shipped files in front of `upstreams`, on `port`, with
+    /// certificates made for it (the caller's clients trust their CA).
+    pub async fn start_in_front(
+        binary: &Path,
+        upstreams: Vec<String>,
+        port: u16,
+    ) -> anyhow::Result<(Self, TestCerts)> {
+        let certs = TestCerts::generate()?;
+        let options = NginxOptions {
+            upstreams,
+            port,
+            read_timeout: None,
+        };
+        let nginx = Self::start(binary, &certs, &options).await?;
+        Ok((nginx, certs))
+    }
+
     /// Its process id (one process: no master).
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
