@@ -7,8 +7,10 @@
 use latchkey_protocol::agent::{CallRequest, StartSessionRequest};
 use latchkey_testkit::cluster::{DEADLINE, browser_on, listening, readiness, two_replicas};
 use latchkey_testkit::extension::Ended;
+use latchkey_testkit::mcp::text as mcp_text;
 use latchkey_testkit::{
-    AgentSocket, Daemon, FakeAgent, FakeBrowser, FakeExtension, TestServer, wait_until,
+    AgentSocket, Daemon, FakeAgent, FakeBrowser, FakeExtension, McpClient, Revision, TestServer,
+    wait_until,
 };
 use serde_json::{Value, json};
 
@@ -400,4 +402,36 @@ async fn a_draining_agent_replica_closes_its_windows_on_browsers_elsewhere() {
         .expect("the window was closed before B exited");
     assert_eq!(stop.params.expect("params")["session_id"], json!(session));
     a.stop().await;
+}
+
+/// The MCP endpoint of replica B lists a browser whose socket is on replica A,
+/// opens its session there on the first browser tool, and drives it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_on_one_replica_drives_a_browser_on_another() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let (device, browser) = browser_on(&a).await;
+    let agent = b.new_agent().await.expect("agent");
+    assert!(online_for(&agent, &device).await);
+    let mcp = McpClient::connect(
+        &format!("{}/mcp", b.http_base()),
+        &agent.token,
+        Revision::Stateless,
+        None,
+    )
+    .await
+    .expect("MCP client on B");
+    let listed = mcp.call("browser_list", json!({})).await.expect("list");
+    assert_eq!(listed.is_error, Some(false), "{}", mcp_text(&listed));
+    assert!(mcp_text(&listed).contains(&device), "{}", mcp_text(&listed));
+
+    let tabs = mcp.call("browser_tabs", json!({})).await.expect("tabs");
+    assert_eq!(tabs.is_error, Some(false), "{}", mcp_text(&tabs));
+    assert_eq!(browser.count("tool.session_start"), 1);
+    assert_eq!(browser.count("tool.tab_list"), 1);
+    mcp.close().await.expect("close");
+    for s in [b, a] {
+        s.stop().await;
+    }
 }
