@@ -12,7 +12,8 @@ use std::time::Duration;
 use sqlx::Connection;
 
 use latchkey_server::store::{
-    DeviceSeen, NewAuditEvent, NewDevice, PostgresStore, SqliteStore, Store, TenantRecord,
+    DeviceSeen, NewAuditEvent, NewDevice, PostgresStore, SqliteStore, Store, StoreError,
+    TenantRecord,
 };
 use latchkey_testkit::Backend;
 use latchkey_testkit::server::ScratchDatabase;
@@ -161,14 +162,17 @@ async fn activity_batches_on_postgres() {
     db.drop_database().await;
 }
 
-/// Two replicas' group commits update the last-seen times of devices that moved
-/// between them: each must lock the device rows in one order, (tenant, id), or
-/// the two wait on each other until PostgreSQL's deadlock_timeout (1 s) fails
-/// one, and its audit rows with it. Here another transaction holds the later
-/// device `b`; the commit is given `b` before `a`, and `b` also comes first on
-/// disk, yet it must already hold `a` while it waits for `b`.
-#[tokio::test]
-async fn the_commit_locks_devices_in_one_order_on_postgres() {
+/// On PostgreSQL, with another transaction holding device `b`, `op` (given a
+/// store where `b` comes first on disk) must already hold device `a`, which
+/// sorts before it, while it waits for `b`: it takes device rows in the one
+/// order every writer uses, (tenant, id), so no two writers wait on each other
+/// in a cycle (which PostgreSQL breaks only after its deadlock_timeout, 1 s, by
+/// failing one).
+async fn takes_devices_in_order<F, Fut>(op: F)
+where
+    F: FnOnce(Arc<PostgresStore>) -> Fut,
+    Fut: std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
+{
     let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
         return;
     };
@@ -179,7 +183,7 @@ async fn the_commit_locks_devices_in_one_order_on_postgres() {
             .expect("connect"),
     );
     with_tenants(store.as_ref(), &["t1"]).await;
-    // `b` is written first, so it comes first on disk as well as in the list.
+    // `b` is written first, so it comes first on disk.
     for (n, id) in ["b", "a"].iter().enumerate() {
         add_device(store.as_ref(), (*id).into(), n).await;
     }
@@ -192,17 +196,7 @@ async fn the_commit_locks_devices_in_one_order_on_postgres() {
         .execute(&mut holder)
         .await
         .expect("lock b");
-
-    let seen = |id: &str| DeviceSeen {
-        tenant_id: "t1".into(),
-        device_id: id.into(),
-        at: 5,
-        browser: None,
-    };
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move { store.record_activity(&[seen("b"), seen("a")], &[]).await })
-    };
+    let writer = tokio::spawn(op(store.clone()));
     let watcher = sqlx::PgPool::connect(&db.url).await.expect("watcher");
     let waits = latchkey_testkit::wait_until(Duration::from_secs(10), || {
         let watcher = watcher.clone();
@@ -218,8 +212,7 @@ async fn the_commit_locks_devices_in_one_order_on_postgres() {
         }
     })
     .await;
-    assert!(waits, "the commit waits for b");
-    // `a` is taken already: by the commit, before it waited for `b`.
+    assert!(waits, "the writer waits for b");
     let taken = sqlx::query("SELECT 1 FROM device WHERE id = 'a' FOR UPDATE NOWAIT")
         .execute(&mut holder)
         .await;
@@ -235,6 +228,33 @@ async fn the_commit_locks_devices_in_one_order_on_postgres() {
     writer
         .await
         .expect("join")
-        .expect("committed once b was free");
+        .expect("written once b was free");
+    watcher.close().await;
     db.drop_database().await;
+}
+
+/// Two replicas' group commits update the last-seen times of devices that moved
+/// between them (a rolling restart); this one is given `b` before `a`.
+#[tokio::test]
+async fn the_group_commit_takes_devices_in_order_on_postgres() {
+    let seen = |id: &str| DeviceSeen {
+        tenant_id: "t1".into(),
+        device_id: id.into(),
+        at: 5,
+        browser: None,
+    };
+    takes_devices_in_order(|store| async move {
+        store.record_activity(&[seen("b"), seen("a")], &[]).await
+    })
+    .await;
+}
+
+/// Revoke-all against a replica's group commit: were revoke-all the one
+/// PostgreSQL failed, the team's browsers would keep their grants.
+#[tokio::test]
+async fn revoke_all_takes_devices_in_order_on_postgres() {
+    takes_devices_in_order(
+        |store| async move { store.revoke_all_devices("t1", 10).await.map(|_| ()) },
+    )
+    .await;
 }

@@ -50,6 +50,21 @@ macro_rules! impl_sql_expiry_notices {
             ) -> Result<Vec<$crate::store::expiry_notices::ExpiryNotice>, $crate::store::StoreError>
             {
                 let mut tx = self.begin_write().await?;
+                if <$store as $crate::store::sql::Backend>::ROW_LOCKS {
+                    // The devices in the group commit's order (docs/operations.md,
+                    // "How writers take turns"), so the two never deadlock.
+                    sqlx::query(
+                        "SELECT 1 FROM device \
+                         WHERE revoked_at IS NULL AND expires_at > $1 AND expires_at <= $1 + $2 \
+                         AND (expiry_notice IS NULL OR expiry_notice > $3) \
+                         ORDER BY tenant_id, id FOR UPDATE",
+                    )
+                    .bind(now)
+                    .bind(within_ms)
+                    .bind(level)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 let claimed: Vec<$crate::store::expiry_notices::ExpiryNotice> = sqlx::query_as(
                     "UPDATE device SET expiry_notice = $3 \
                      WHERE revoked_at IS NULL AND expires_at > $1 AND expires_at <= $1 + $2 \

@@ -143,6 +143,18 @@ macro_rules! impl_sql_members {
                 let Some(member) = member else {
                     return Ok(None);
                 };
+                if <$store as $crate::store::sql::Backend>::ROW_LOCKS {
+                    // The devices in the group commit's order (docs/operations.md,
+                    // "How writers take turns"), so the two never deadlock.
+                    sqlx::query(
+                        "SELECT 1 FROM device WHERE tenant_id = $1 AND owner_id = $2 \
+                         AND revoked_at IS NULL ORDER BY tenant_id, id FOR UPDATE",
+                    )
+                    .bind(tenant_id)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 let devices: Vec<(String,)> = sqlx::query_as(
                     "UPDATE device SET revoked_at = $3 \
                      WHERE tenant_id = $1 AND owner_id = $2 AND revoked_at IS NULL RETURNING id",

@@ -328,6 +328,20 @@ macro_rules! impl_sql_store {
 
             async fn revoke_all_devices(&self, tenant_id: &str, now: i64) -> Result<(Vec<String>, u64), $crate::store::StoreError> {
                 let mut tx = self.begin_write().await?;
+                if <$store as $crate::store::sql::Backend>::ROW_LOCKS {
+                    // In the group commit's order (docs/operations.md, "How
+                    // writers take turns"): a replica committing these devices'
+                    // last-seen times never waits on this in a cycle, which
+                    // PostgreSQL would break by failing one, the revocation
+                    // perhaps.
+                    sqlx::query(
+                        "SELECT 1 FROM device WHERE tenant_id = $1 AND revoked_at IS NULL \
+                         ORDER BY tenant_id, id FOR UPDATE",
+                    )
+                    .bind(tenant_id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 let ids: Vec<(String,)> = sqlx::query_as(
                     "UPDATE device SET revoked_at = $2 WHERE tenant_id = $1 AND revoked_at IS NULL RETURNING id",
                 )
