@@ -102,6 +102,58 @@ def upstream_servers(path: Path) -> tuple[list[str], str]:
     return servers, "\n".join(rest)
 
 
+def nats_requires_its_user() -> None:
+    """deploy/nats/cluster.conf run by the real nats-server (on free ports): the
+    gateway's user and the password from NATS_PASSWORD are let in, a wrong
+    password is not."""
+    import shutil
+    import socket
+    import time
+
+    # Debian installs it in /usr/sbin, which a user's PATH may lack.
+    binary = shutil.which("nats-server") or next(
+        (b for b in ("/usr/sbin/nats-server", "/usr/bin/nats-server") if Path(b).exists()), None
+    )
+    if binary is None:
+        finding("nats-server is not installed: cannot check deploy/nats/cluster.conf")
+        return
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, http_port = free_port(), free_port()
+    conf = ROOT / "deploy" / "nats" / "cluster.conf"
+    server = subprocess.Popen(
+        [binary, "-c", str(conf), "-a", "127.0.0.1", "-p", str(port), "-m", str(http_port)],
+        env={"NATS_PASSWORD": "check-password"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        def answer(password: str) -> bytes:
+            for _ in range(100):
+                try:
+                    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.05)  # the server is still starting
+            else:
+                return b"unreachable"
+            with s:
+                s.recv(4096)  # INFO
+                connect = '{"user":"latchkey","pass":"%s","verbose":false}' % password
+                s.sendall(f"CONNECT {connect}\r\nPING\r\n".encode())
+                return s.recv(4096)
+
+        check(answer("check-password").startswith(b"PONG"), "nats/cluster.conf: the gateway's user is let in")
+        check(b"Authorization Violation" in answer("wrong"), "nats/cluster.conf: a wrong password is refused")
+    finally:
+        server.kill()
+        server.wait()
+
+
 def compose_cluster() -> None:
     """deploy/compose.cluster.yaml: three replicas on PostgreSQL and NATS behind
     nginx, each at the address the cluster upstream names, nginx their one
@@ -145,8 +197,11 @@ def compose_cluster() -> None:
         check(svc.get("stop_grace_period") == "30s", f"compose.cluster: {name} has time to drain")
     check(len(node_ids) == 3 and None not in node_ids, f"compose.cluster: distinct node ids {node_ids}")
     check(str(shared[0]).startswith("wss://"), "compose.cluster: public URL is wss://")
-    nats_cmd = services["nats"].get("command", [])
-    check("--user" in nats_cmd and "--pass" in nats_cmd, "compose.cluster: NATS requires a user")
+    nats = services["nats"]
+    check(nats.get("command") == ["-c", "/etc/nats/cluster.conf"], "compose.cluster: NATS runs nats/cluster.conf")
+    check("./nats/cluster.conf:/etc/nats/cluster.conf:ro" in nats.get("volumes", []), "compose.cluster: NATS mounts nats/cluster.conf")
+    check("NATS_PASSWORD" in nats.get("environment", {}), "compose.cluster: NATS reads its password from the environment")
+    nats_requires_its_user()
     mounts = services["nginx"].get("volumes", [])
     for m in (
         "./nginx/nginx.conf:/etc/nginx/nginx.conf:ro",

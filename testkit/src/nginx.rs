@@ -209,19 +209,27 @@ fn site(options: &NginxOptions, dir: &Path) -> anyhow::Result<String> {
     replace_all(shipped, "deploy/nginx/latchkey.conf", &replacements)
 }
 
-/// The shipped upstream with the test's replicas on its `server` lines.
+/// The shipped upstream with the test's replicas on its `server` line, each
+/// with the line's shipped parameters.
 fn upstream(options: &NginxOptions) -> anyhow::Result<String> {
+    const SHIPPED_SERVER: &str = "server 127.0.0.1:52800";
     let shipped = std::fs::read_to_string(SHIPPED_UPSTREAM).context(SHIPPED_UPSTREAM)?;
+    let line = shipped
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(SHIPPED_SERVER))
+        .context("deploy/nginx/latchkey-upstream.conf has no `server 127.0.0.1:52800` line")?;
+    let params = &line[SHIPPED_SERVER.len()..];
     let servers = options
         .upstreams
         .iter()
-        .map(|u| format!("server {u} max_fails=0;"))
+        .map(|u| format!("server {u}{params}"))
         .collect::<Vec<_>>()
         .join("\n    ");
     replace_all(
-        shipped,
+        shipped.clone(),
         "deploy/nginx/latchkey-upstream.conf",
-        &[("server 127.0.0.1:52800 max_fails=0;", servers)],
+        &[(line, servers)],
     )
 }
 
