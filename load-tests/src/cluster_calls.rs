@@ -6,6 +6,11 @@
 //! alternating between the two so both see the same machine, 200-byte params
 //! echoed back. What a call across replicas adds is the difference of the
 //! two, in one run.
+//!
+//! A third series calls A's session (browser and session both on A) through
+//! B's agent socket: B sends the request to the session's replica
+//! (docs/cluster.md, "Sessions by id on any replica"), the path an agent takes
+//! when a load balancer does not keep it on one replica.
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +35,13 @@ pub struct ClusterCallsReport {
     /// `cross.p50 - same.p50`: what a call across replicas adds (goal ≤ 300 µs).
     pub added_p50_us: i128,
     pub added_p99_us: i128,
+    /// A's session called through B: the request travels to the session's
+    /// replica, which holds the browser too.
+    #[serde(default)]
+    pub routed: Option<Summary>,
+    /// `routed.p50 - same.p50`.
+    #[serde(default)]
+    pub routed_added_p50_us: Option<i128>,
 }
 
 async fn timed(socket: &mut AgentSocket, id: &str, session: &str) -> anyhow::Result<Duration> {
@@ -69,20 +81,23 @@ pub async fn run(calls: usize) -> anyhow::Result<ClusterCallsReport> {
     let session_a = on_a.start_session("start").await?;
     let warmup = calls / 10 + 1;
     let (mut same, mut cross) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let mut routed = Vec::with_capacity(calls);
     for n in 0..calls + warmup {
         let id = format!("c{n}");
         let s = timed(&mut on_a, &id, &session_a).await?;
         let c = timed(&mut on_b, &id, &session_b).await?;
+        let r = timed(&mut on_b, &format!("r{n}"), &session_a).await?;
         if n >= warmup {
             same.push(s);
             cross.push(c);
+            routed.push(r);
         }
     }
     drop((on_a, on_b));
     b.stop().await;
     a.stop().await;
     drop(nats);
-    let (same, cross) = (summarize(same), summarize(cross));
+    let (same, cross, routed) = (summarize(same), summarize(cross), summarize(routed));
     let diff = |x: u128, y: u128| {
         i128::try_from(x).unwrap_or(i128::MAX) - i128::try_from(y).unwrap_or(i128::MAX)
     };
@@ -92,6 +107,8 @@ pub async fn run(calls: usize) -> anyhow::Result<ClusterCallsReport> {
         calls,
         added_p50_us: diff(cross.p50_us, same.p50_us),
         added_p99_us: diff(cross.p99_us, same.p99_us),
+        routed_added_p50_us: Some(diff(routed.p50_us, same.p50_us)),
+        routed: Some(routed),
         same,
         cross,
     })
@@ -99,7 +116,11 @@ pub async fn run(calls: usize) -> anyhow::Result<ClusterCallsReport> {
 
 pub fn print(r: &ClusterCallsReport) {
     println!("scenario        calls   agent on        p50       p99       p99.9");
-    for (what, s) in [("same replica", &r.same), ("other replica", &r.cross)] {
+    let mut rows = vec![("same replica", &r.same), ("other replica", &r.cross)];
+    if let Some(routed) = &r.routed {
+        rows.push(("session routed", routed));
+    }
+    for (what, s) in rows {
         println!(
             "{:<15} {:<7} {:<15} {:<9} {:<9} {}",
             r.scenario,
@@ -114,4 +135,7 @@ pub fn print(r: &ClusterCallsReport) {
         "added by crossing replicas: p50 {} µs, p99 {} µs",
         r.added_p50_us, r.added_p99_us
     );
+    if let Some(added) = r.routed_added_p50_us {
+        println!("added by routing to the session's replica: p50 {added} µs");
+    }
 }

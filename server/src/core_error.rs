@@ -66,6 +66,10 @@ pub enum CoreError {
     Internal(&'static str),
     /// The browser's own error answer, relayed as it came.
     Browser(ErrorBody),
+    /// The answer of the replica a session lives on, relayed as it came
+    /// (docs/cluster.md, "Sessions by id on any replica"): that replica mapped
+    /// its own condition once, here it is passed on unchanged.
+    Replica(ErrorBody),
     /// A policy refused the start or the call (docs/policy.md).
     Policy(PolicyDenial),
 }
@@ -135,7 +139,7 @@ impl CoreError {
             CoreError::Token(TokenEnd::Revoked) => ErrorCode::TokenRevoked,
             CoreError::Token(TokenEnd::Expired) => ErrorCode::TokenExpired,
             CoreError::Internal(_) => ErrorCode::Internal,
-            CoreError::Browser(body) => body.code,
+            CoreError::Browser(body) | CoreError::Replica(body) => body.code,
             CoreError::Policy(_) => ErrorCode::PermissionDenied,
         }
     }
@@ -161,7 +165,7 @@ impl CoreError {
         let code = self.code();
         let reason = self.reason();
         let (message, data): (String, Option<serde_json::Value>) = match self {
-            CoreError::Browser(body) => return body,
+            CoreError::Browser(body) | CoreError::Replica(body) => return body,
             CoreError::Token(end) => return end.error(),
             CoreError::SessionNotFound => {
                 ("session not registered or already stopped".into(), None)

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::EndReason;
 
 pub mod relay;
+pub mod session_route;
 
 /// The largest notice a replica accepts; a longer payload is dropped unread. A
 /// notice lists at most [`MAX_IDS`] ids, which fit well within it.
@@ -74,6 +75,12 @@ pub enum Notice {
     },
     /// The sender has just (re)joined: tell it which devices you hold.
     Hello,
+    /// The sender is up (sent every few seconds): the replicas a request to
+    /// all of them waits for are those heard from lately (docs/cluster.md,
+    /// "Who is in the cluster").
+    Alive,
+    /// The sender is leaving (its drain is over): wait for it no more.
+    Leaving,
     /// A kind this replica does not know (from a newer one): ignored.
     #[serde(other)]
     Unknown,

@@ -11,11 +11,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use futures_util::stream;
 use latchkey_protocol::agent::SessionEvent;
-use tokio::sync::broadcast;
 
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::auth::principal::AgentPrincipal;
+use crate::sessions::routed;
 
 #[utoipa::path(
     get,
@@ -31,41 +31,38 @@ pub async fn stream(
     AgentPrincipal(p): AgentPrincipal,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let session = state.sessions.owned(&p, &id)?;
-    let rx = session.subscribe();
+    let source = routed::events(&state, &p, &id).await?;
     let lease = p.lease;
     let closing = state.closing.clone();
-    let events = stream::unfold(Some((rx, lease, closing)), |open| async move {
-        let (mut rx, lease, closing) = open?;
+    let events = stream::unfold(Some((source, lease, closing)), |open| async move {
+        let (mut source, lease, closing) = open?;
         let error = |body: latchkey_protocol::ErrorBody| {
             let data = serde_json::to_string(&body).unwrap_or_default();
             Some((Ok(Event::default().event("error").data(data)), None))
         };
-        loop {
-            let received = tokio::select! {
-                // What the session already said goes out before the token's end.
-                biased;
-                r = rx.recv() => r,
-                end = lease.ended() => return error(end.error()),
-                // The node drains: the stream ends with the code that says
-                // "reconnect" (to another replica, in cluster mode), and does
-                // not hold the drain up.
-                () = closing.cancelled() => {
-                    return error(crate::core_error::CoreError::ShuttingDown.into_body());
-                }
-            };
-            match received {
-                Ok(event) => {
-                    let last = matches!(event, SessionEvent::SessionEnded { .. });
-                    let name = event.stream_name();
-                    let data = serde_json::to_string(&event).unwrap_or_default();
-                    let item = Ok(Event::default().event(name).data(data));
-                    let next = (!last).then_some((rx, lease, closing));
-                    return Some((item, next));
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
+        let received = tokio::select! {
+            // What the session already said goes out before the token's end.
+            biased;
+            r = source.next() => r,
+            end = lease.ended() => return error(end.error()),
+            // The node drains: the stream ends with the code that says
+            // "reconnect" (to another replica, in cluster mode), and does
+            // not hold the drain up.
+            () = closing.cancelled() => {
+                return error(crate::core_error::CoreError::ShuttingDown.into_body());
             }
+        };
+        match received? {
+            Ok(event) => {
+                let last = matches!(event, SessionEvent::SessionEnded { .. });
+                let name = event.stream_name();
+                let data = serde_json::to_string(&event).unwrap_or_default();
+                let item = Ok(Event::default().event(name).data(data));
+                let next = (!last).then_some((source, lease, closing));
+                Some((item, next))
+            }
+            // The session can no longer be followed (its replica is gone).
+            Err(e) => error(e.into_body()),
         }
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))

@@ -2,7 +2,6 @@
 //! parse and judge it (bounds, the rate limit, `cancel`), then answer a request as a
 //! future inside the socket's task; and the frames it writes back.
 
-use latchkey_protocol::EndReason;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +19,7 @@ use crate::auth::principal::Principal;
 use crate::core_error::CoreError;
 use crate::devices::link::RawResult;
 use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::routed::{self, Scope};
 use crate::sessions::start_stop;
 use crate::telemetry::metrics as telemetry;
 
@@ -228,7 +228,7 @@ async fn handle(
                 .map_err(ErrorBody::from)?;
             Ok(to_value(&list))
         }
-        "session.list" => Ok(to_value(&super::sessions::owned_sessions(state, p))),
+        "session.list" => Ok(to_value(&routed::list(state, Scope::Agent(p)).await)),
         "session.start" => {
             let req: StartSessionRequest = params_of(request.params)?;
             let session = start_stop::start(state, p, req).await?;
@@ -254,10 +254,8 @@ async fn handle(
         }
         "session.stop" => {
             let r: SessionRef = params_of(request.params)?;
-            let session = state.sessions.owned(p, &r.session_id)?;
-            Ok(to_value(
-                &start_stop::stop(state, &session, EndReason::Stopped).await?,
-            ))
+            let stopped = routed::stop(state, Scope::Agent(p), &r.session_id).await?;
+            Ok(to_value(&stopped))
         }
         m if m.starts_with("tool.") => {
             let mut params = calls::params_object(request.params)?;
@@ -267,14 +265,13 @@ async fn handle(
                 .ok_or_else(|| {
                     CoreError::invalid_field("session_id", format!("{m} requires session_id"))
                 })?;
-            let session = state.sessions.owned(p, &session_id)?;
             let call = ToolCall {
                 method: request.method,
                 params,
                 timeout_ms: None,
                 limit: p.delegation.as_ref().map(|d| d.limit.clone()),
             };
-            Ok(calls::call(state, &session, call).await?)
+            Ok(routed::call(state, p, &session_id, call).await?)
         }
         other => Err(ErrorBody::new(
             ErrorCode::UnknownMethod,

@@ -4,16 +4,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use latchkey_protocol::EndReason;
 use latchkey_protocol::agent::{
     CallRequest, SessionList, SessionView, StartSessionRequest, StopSessionResult,
 };
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
-use crate::auth::principal::{AdminPrincipal, AgentPrincipal, Principal};
-use crate::core_error::CoreError;
+use crate::auth::principal::{AdminPrincipal, AgentPrincipal};
 use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::routed::{self, Scope};
 use crate::sessions::start_stop;
 
 #[utoipa::path(
@@ -46,18 +45,7 @@ pub async fn list(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
 ) -> Json<SessionList> {
-    Json(owned_sessions(&state, &p))
-}
-
-/// The caller's own sessions (shared by the HTTP API and the agent socket).
-pub fn owned_sessions(state: &AppState, p: &Principal) -> SessionList {
-    let sessions = state
-        .sessions
-        .list(|s| s.tenant_id == p.tenant_id && s.token_id == p.token_id)
-        .iter()
-        .map(|s| s.view())
-        .collect();
-    SessionList { sessions }
+    Json(routed::list(&state, Scope::Agent(&p)).await)
 }
 
 #[utoipa::path(
@@ -74,10 +62,7 @@ pub async fn stop(
     AgentPrincipal(p): AgentPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
-    let session = state.sessions.owned(&p, &id)?;
-    Ok(Json(
-        start_stop::stop(&state, &session, EndReason::Stopped).await?,
-    ))
+    Ok(Json(routed::stop(&state, Scope::Agent(&p), &id).await?))
 }
 
 /// [`latchkey_protocol::api::CallResult`] with the device's result relayed as the raw JSON it
@@ -103,14 +88,13 @@ pub async fn call(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> Result<Json<RawCallResult>, ApiError> {
-    let session = state.sessions.owned(&p, &id)?;
     let call = ToolCall {
         method: body.method,
         params: calls::params_object(body.params)?,
         timeout_ms: body.timeout_ms,
         limit: p.delegation.as_ref().map(|d| d.limit.clone()),
     };
-    let result = calls::call(&state, &session, call).await?;
+    let result = routed::call(&state, &p, &id, call).await?;
     Ok(Json(RawCallResult { result }))
 }
 
@@ -127,13 +111,10 @@ pub async fn admin_list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
 ) -> Json<SessionList> {
-    let sessions = state
-        .sessions
-        .list(|s| s.tenant_id == p.tenant_id)
-        .iter()
-        .map(|s| s.view())
-        .collect();
-    Json(SessionList { sessions })
+    let scope = Scope::Admin {
+        tenant_id: &p.tenant_id,
+    };
+    Json(routed::list(&state, scope).await)
 }
 
 /// `DELETE /v1/admin/sessions/{id}`: stop any session of the tenant.
@@ -151,11 +132,8 @@ pub async fn admin_stop(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<StopSessionResult>, ApiError> {
-    let session = state
-        .sessions
-        .get_in_tenant(&p.tenant_id, &id)
-        .ok_or(CoreError::SessionNotFound)?;
-    Ok(Json(
-        start_stop::stop(&state, &session, EndReason::StoppedByAdmin).await?,
-    ))
+    let scope = Scope::Admin {
+        tenant_id: &p.tenant_id,
+    };
+    Ok(Json(routed::stop(&state, scope, &id).await?))
 }

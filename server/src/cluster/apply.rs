@@ -26,6 +26,10 @@ fn usable(id: &str) -> bool {
 pub fn apply(state: &AppState, envelope: Envelope) {
     // Shown in logs only: cleaned of control characters and bounded.
     let node = latchkey_protocol::text::clean(&envelope.node, MAX_ID_CHARS);
+    state.peers.heard_from(
+        &latchkey_protocol::cluster::relay::subject_token(&node),
+        envelope.notice == Notice::Leaving,
+    );
     match envelope.notice {
         Notice::DevicesRevoked {
             tenant_id,
@@ -139,7 +143,14 @@ pub fn apply(state: &AppState, envelope: Envelope) {
         }
         Notice::Hello => {
             count("hello");
+            // The newcomer learns at once that this replica is up.
+            state.peers.tell(Notice::Alive);
             state.peers.announce();
+        }
+        Notice::Alive => count("alive"),
+        Notice::Leaving => {
+            count("leaving");
+            tracing::info!(%node, "cluster: a replica left");
         }
         Notice::Unknown => count("unknown"),
     }

@@ -14,14 +14,21 @@
 //! - [`apply`]: what a notice from another replica does here.
 //! - [`directory`], [`remote_link`], [`remote`]: calls from here to a device
 //!   whose socket another replica holds; [`relay`]: that replica's side.
+//! - [`session_client`], [`session_host`]: requests for a session by id from a
+//!   replica it does not live on, and its replica's answers; [`members`],
+//!   [`session_lists`]: who is in the cluster, and lists across it.
 
 pub mod apply;
 pub mod directory;
+pub mod members;
 pub mod nats;
 pub mod peers;
 pub mod relay;
 pub mod remote;
 pub mod remote_link;
+pub mod session_client;
+pub mod session_host;
+pub mod session_lists;
 
 use std::path::PathBuf;
 

@@ -224,6 +224,11 @@ pub fn spawn(state: &AppState, wiring: Wiring) {
         subject.clone(),
         state.clone(),
     ));
+    state.tasks.spawn(super::session_lists::listen(
+        client.clone(),
+        subject.clone(),
+        state.clone(),
+    ));
     state
         .tasks
         .spawn(subscriber(client, subject, state.clone()));
@@ -243,10 +248,17 @@ async fn announcer(
     announce: Arc<tokio::sync::Notify>,
     state: AppState,
 ) {
+    let mut alive = tokio::time::interval(super::members::ALIVE_EVERY);
+    alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = connected.notified() => state.peers.tell(Notice::Hello),
             () = announce.notified() => {}
+            // Not an announcement: only a sign of life (cluster::members).
+            _ = alive.tick() => {
+                state.peers.tell(Notice::Alive);
+                continue;
+            }
             _ = state.closing.cancelled() => return,
         }
         let online = state.registry.online_since();

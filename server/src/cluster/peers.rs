@@ -22,6 +22,9 @@ pub const OUTBOX: usize = 4096;
 static DROPPED_WARNING: crate::telemetry::every::Every =
     crate::telemetry::every::Every::new(std::time::Duration::from_secs(60));
 
+/// The subscriptions a replica needs before it counts as connected.
+const SUBSCRIPTIONS: u8 = 3;
+
 /// How this replica's link to the others stands, for `/readyz` and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClusterStatus {
@@ -57,6 +60,8 @@ pub(super) struct Shared {
     pub(super) directory: super::directory::Directory,
     /// Sessions on other replicas of the devices whose sockets are here.
     pub(super) routes: super::relay::SessionRoutes,
+    /// The other replicas heard from lately.
+    pub(super) members: super::members::Members,
     /// Wakes the announcer: another replica asked which devices are here.
     pub(super) announce: Arc<tokio::sync::Notify>,
     /// Cancelled once the node's sockets have all ended: the publisher sends
@@ -64,8 +69,8 @@ pub(super) struct Shared {
     finished: tokio_util::sync::CancellationToken,
     publisher: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Subscriptions known to the NATS server (subscribed and flushed): the
-    /// notices' and this replica's own subject. With both, it hears every
-    /// notice and answers calls. The client subscribes again by itself after
+    /// notices', this replica's own subject and the session lists'. With all
+    /// [`SUBSCRIPTIONS`], it hears every notice and answers calls and lists. The client subscribes again by itself after
     /// a reconnect.
     listening: AtomicU8,
 }
@@ -98,6 +103,7 @@ impl Peers {
                 relay,
                 directory: Default::default(),
                 routes: Default::default(),
+                members: Default::default(),
                 announce,
                 finished: Default::default(),
                 publisher: Default::default(),
@@ -153,6 +159,8 @@ impl Peers {
     /// within a bound, and stop telling.
     pub async fn finish(&self) {
         let Some(s) = &self.inner else { return };
+        // The others stop waiting for this replica's answers.
+        self.tell(Notice::Leaving);
         s.finished.cancel();
         let task = s.publisher.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(task) = task
@@ -176,6 +184,18 @@ impl Peers {
         self.inner.as_ref().map(|s| s.node_id.as_str())
     }
 
+    /// `node` (a subject token) told a notice: it is up, or with `leaving`,
+    /// gone.
+    pub(crate) fn heard_from(&self, node: &str, leaving: bool) {
+        if let Some(s) = &self.inner {
+            if leaving {
+                s.members.left(node);
+            } else {
+                s.members.heard(node);
+            }
+        }
+    }
+
     /// Note that one of this replica's subscriptions is in place.
     pub(crate) fn set_listening(&self) {
         if let Some(s) = &self.inner {
@@ -190,7 +210,7 @@ impl Peers {
             None => ClusterStatus::Off,
             Some(s) => match s.client.connection_state() {
                 async_nats::connection::State::Connected
-                    if s.listening.load(Ordering::Acquire) >= 2 =>
+                    if s.listening.load(Ordering::Acquire) >= SUBSCRIPTIONS =>
                 {
                     ClusterStatus::Connected
                 }

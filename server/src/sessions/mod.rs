@@ -5,6 +5,7 @@ mod admission;
 mod call_audit;
 pub mod calls;
 pub mod lifetime;
+pub mod routed;
 pub mod start_stop;
 pub mod table;
 #[cfg(test)]

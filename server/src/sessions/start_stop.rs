@@ -243,6 +243,8 @@ async fn start_session(
             None => {
                 // The watcher records the start; dropped unsent, no start happened.
                 let _ = started.send(());
+                // In cluster mode, reachable by id from every replica.
+                state.peers.host_session(state, &session).await;
                 Ok(session)
             }
         },

@@ -88,17 +88,37 @@ impl SessionTable {
         caller: &crate::auth::principal::Principal,
         id: &str,
     ) -> Result<Arc<Session>, CoreError> {
-        // A one-session delegation acts in its delegator's session.
-        let owner = match &caller.delegation {
+        self.owned_by(&caller.tenant_id, Self::owner_of(caller, id), id)
+    }
+
+    /// The token whose session `id` must be for `caller` to act on it: its
+    /// own, or for a one-session delegation scoped to `id`, its delegator's.
+    pub fn owner_of<'a>(caller: &'a crate::auth::principal::Principal, id: &str) -> &'a str {
+        match &caller.delegation {
             Some(d) if d.scope.session_id.as_deref() == Some(id) => d.delegator.as_str(),
             _ => caller.token_id.as_str(),
-        };
-        self.get_owned(&caller.tenant_id, owner, id).ok_or_else(|| {
-            match self.ended.reason(&caller.tenant_id, owner, id) {
+        }
+    }
+
+    /// [`Self::owned`] for the token `owner` of the tenant (what another
+    /// replica asks in the caller's name).
+    pub fn owned_by(
+        &self,
+        tenant_id: &str,
+        owner: &str,
+        id: &str,
+    ) -> Result<Arc<Session>, CoreError> {
+        self.get_owned(tenant_id, owner, id).ok_or_else(|| {
+            match self.ended.reason(tenant_id, owner, id) {
                 Some(reason) => CoreError::SessionEnded(reason),
                 None => CoreError::SessionNotFound,
             }
         })
+    }
+
+    /// Whether a session `id` runs here, whoever's it is.
+    pub fn holds(&self, id: &str) -> bool {
+        self.map().contains_key(id)
     }
 
     /// The session if it runs on `device_id` (events from that device only).

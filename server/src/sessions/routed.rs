@@ -1,0 +1,195 @@
+//! A session by its id, wherever it lives (docs/cluster.md, "Sessions by id on
+//! any replica"). Every surface acts on a session by id through these: a
+//! session here is acted on here; in cluster mode, one that is not here is
+//! asked of the replica it lives on, with the same result and the same error
+//! codes. On one node the second case never arises.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use latchkey_protocol::EndReason;
+use latchkey_protocol::additions::CONSENT_TIMEOUT_MS;
+use latchkey_protocol::agent::{SessionEvent, SessionList, StopSessionResult};
+use latchkey_protocol::cluster::session_route::{Asker, SessionOp};
+use latchkey_protocol::effect::{CANCEL_GRACE_MS, SESSION_STOP_TIMEOUT_MS};
+use tokio::sync::broadcast;
+
+use crate::auth::principal::Principal;
+use crate::cluster::session_client::RemoteEvents;
+use crate::cluster::session_lists;
+use crate::core::Core;
+use crate::core_error::CoreError;
+use crate::devices::link::RawResult;
+use crate::sessions::SessionTable;
+use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::start_stop;
+use crate::sessions::table::Session;
+
+/// Beyond the session's own deadlines, what the asking replica allows for
+/// NATS and the other replica's scheduling before it calls that replica gone.
+const RELAY_SLACK: Duration = Duration::from_secs(5);
+
+/// Who acts on the session.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// An agent: only its token's sessions (or its delegator's, for a
+    /// one-session delegation).
+    Agent(&'a Principal),
+    /// A team admin: any session of the team.
+    Admin { tenant_id: &'a str },
+}
+
+impl Scope<'_> {
+    fn asker(&self, id: &str) -> Asker {
+        match self {
+            Scope::Agent(p) => Asker {
+                tenant_id: p.tenant_id.clone(),
+                owner_token_id: Some(SessionTable::owner_of(p, id).to_string()),
+            },
+            Scope::Admin { tenant_id } => Asker {
+                tenant_id: tenant_id.to_string(),
+                owner_token_id: None,
+            },
+        }
+    }
+
+    /// The session here, or the answer a request for it gets here.
+    fn local(&self, core: &Core, id: &str) -> Result<Arc<Session>, CoreError> {
+        match self {
+            Scope::Agent(p) => core.sessions.owned(p, id),
+            Scope::Admin { tenant_id } => core
+                .sessions
+                .get_in_tenant(tenant_id, id)
+                .ok_or(CoreError::SessionNotFound),
+        }
+    }
+}
+
+/// Where the session is.
+enum Found {
+    Here(Arc<Session>),
+    /// Not here; in cluster mode, another replica may hold it.
+    Elsewhere,
+}
+
+fn find(core: &Core, scope: Scope<'_>, id: &str) -> Result<Found, CoreError> {
+    match scope.local(core, id) {
+        Ok(session) => Ok(Found::Here(session)),
+        // Not here at all (not merely another token's): ask the others.
+        Err(CoreError::SessionNotFound)
+            if core.peers.may_hold_session(id) && !core.sessions.holds(id) =>
+        {
+            Ok(Found::Elsewhere)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The sessions `scope` may see, on every replica: an agent's own token's
+/// (not its delegator's), an admin's the team's.
+pub async fn list(core: &Core, scope: Scope<'_>) -> SessionList {
+    let asker = match scope {
+        Scope::Agent(p) => Asker {
+            tenant_id: p.tenant_id.clone(),
+            owner_token_id: Some(p.token_id.clone()),
+        },
+        Scope::Admin { tenant_id } => Asker {
+            tenant_id: tenant_id.to_string(),
+            owner_token_id: None,
+        },
+    };
+    let mut sessions = session_lists::local(core, &asker);
+    sessions.extend(core.peers.sessions_elsewhere(&asker).await);
+    sessions.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    SessionList { sessions }
+}
+
+/// Run one agent call on session `id`.
+pub async fn call(
+    core: &Core,
+    caller: &Principal,
+    id: &str,
+    call: ToolCall,
+) -> Result<RawResult, CoreError> {
+    let scope = Scope::Agent(caller);
+    match find(core, scope, id)? {
+        Found::Here(session) => calls::call(core, &session, call).await,
+        Found::Elsewhere => {
+            // Checked here too, so a bad call is refused without a round trip.
+            let wait = calls::deadline(&call)?
+                + Duration::from_millis(CONSENT_TIMEOUT_MS + 2 * CANCEL_GRACE_MS);
+            let op = SessionOp::Call {
+                method: call.method,
+                params: call.params,
+                timeout_ms: call.timeout_ms,
+                limit: call.limit.map(|l| Box::new((*l).clone())),
+            };
+            let raw = core
+                .peers
+                .ask_session(scope.asker(id), id, op, wait + RELAY_SLACK)
+                .await?;
+            Ok(RawResult::Owned(raw))
+        }
+    }
+}
+
+/// Stop session `id`: an agent's own stop, or an admin's.
+pub async fn stop(core: &Core, scope: Scope<'_>, id: &str) -> Result<StopSessionResult, CoreError> {
+    match find(core, scope, id)? {
+        Found::Here(session) => {
+            let reason = match scope {
+                Scope::Agent(_) => EndReason::Stopped,
+                Scope::Admin { .. } => EndReason::StoppedByAdmin,
+            };
+            start_stop::stop(core, &session, reason).await
+        }
+        Found::Elsewhere => {
+            // A stop waits up to 5 s for a call in flight, then the browser.
+            let wait = Duration::from_secs(5) + Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+            let raw = core
+                .peers
+                .ask_session(scope.asker(id), id, SessionOp::Stop, wait + RELAY_SLACK)
+                .await?;
+            serde_json::from_str(raw.get())
+                .map_err(|_| CoreError::Internal("a replica's stop answer does not parse"))
+        }
+    }
+}
+
+/// A session's events, from here or from its replica.
+pub enum Events {
+    Here(broadcast::Receiver<SessionEvent>),
+    Elsewhere(Box<RemoteEvents>),
+}
+
+impl Events {
+    /// The next event; an error when the session can no longer be followed;
+    /// `None` when the stream is over.
+    pub async fn next(&mut self) -> Option<Result<SessionEvent, CoreError>> {
+        match self {
+            Events::Here(rx) => loop {
+                match rx.recv().await {
+                    Ok(event) => return Some(Ok(event)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            },
+            Events::Elsewhere(remote) => remote.next().await,
+        }
+    }
+}
+
+/// Follow session `id`'s events, as the agent that owns it.
+pub async fn events(core: &Core, caller: &Principal, id: &str) -> Result<Events, CoreError> {
+    let scope = Scope::Agent(caller);
+    match find(core, scope, id)? {
+        Found::Here(session) => Ok(Events::Here(session.subscribe())),
+        Found::Elsewhere => Ok(Events::Elsewhere(Box::new(
+            core.peers.follow_session(scope.asker(id), id).await?,
+        ))),
+    }
+}
