@@ -5,12 +5,13 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use latchkey_protocol::agent::{CallRequest, StartSessionRequest};
-use latchkey_testkit::cluster::{DEADLINE, browser_on, listening, readiness, two_replicas};
+use latchkey_testkit::cluster::{
+    DEADLINE, browser_on, listening, process_replica, readiness, two_replicas,
+};
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::mcp::text as mcp_text;
 use latchkey_testkit::{
-    AgentSocket, Daemon, FakeAgent, FakeBrowser, FakeExtension, McpClient, Revision, TestServer,
-    wait_until,
+    AgentSocket, FakeAgent, FakeBrowser, FakeExtension, McpClient, Revision, TestServer, wait_until,
 };
 use serde_json::{Value, json};
 
@@ -290,19 +291,8 @@ async fn a_killed_holder_ends_its_sessions_elsewhere_and_the_browser_comes_back(
         return;
     };
     // Replica A is a real latchkeyd process on the same database and NATS.
-    let dir = tempfile::tempdir().expect("tempdir");
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_latchkeyd"));
-    let mut command = Daemon::serve_command(exe, dir.path(), "").expect("command");
-    command
-        .env(
-            "LATCHKEY_DATABASE_URL",
-            b.config().database_url.clone().expect("postgres"),
-        )
-        .env("LATCHKEY_CLUSTER", nats.url())
-        .env("LATCHKEY_LOG", "warn");
-    let mut a = Daemon::spawn(command, std::process::Stdio::null())
-        .await
-        .expect("replica A");
+    let (mut a, _dir) = process_replica(exe, &b, &nats).await;
 
     let pairing = b.admin().create_pairing(None, None).await.expect("pairing");
     let mut ext = FakeExtension::from_link(&pairing.link, b.http.clone(), None).expect("link");

@@ -7,9 +7,9 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use latchkey_testkit::agent_socket::{code_of, result_of};
-use latchkey_testkit::cluster::{DEADLINE, browser_on, two_replicas};
+use latchkey_testkit::cluster::{DEADLINE, browser_on, process_replica, two_replicas};
 use latchkey_testkit::reqwest::Method;
-use latchkey_testkit::{AgentSocket, Daemon, EventStream, FakeAgent, wait_until};
+use latchkey_testkit::{AgentSocket, EventStream, FakeAgent, FakeBrowser, TestServer, wait_until};
 use serde_json::{Value, json};
 
 /// Read events until one of `kind`; its data.
@@ -22,15 +22,35 @@ async fn event_of(events: &mut EventStream, kind: &str) -> Value {
     }
 }
 
+/// A call on `session` by `agent` is answered 404 `not_found`.
+async fn answers_not_found(agent: &FakeAgent, session: &str) {
+    let call = agent
+        .call(session, "tool.snapshot", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(
+        (call.status, call.code()),
+        (404, "not_found"),
+        "{:?}",
+        call.body
+    );
+}
+
+/// A browser on `server`, an agent token, and a session of it there.
+async fn session_on(server: &TestServer) -> (FakeBrowser, FakeAgent, String) {
+    let (_device, browser) = browser_on(server).await;
+    let agent = server.new_agent().await.expect("agent");
+    let session = agent.start(None).await.expect("session").id;
+    (browser, agent, session)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_started_on_one_replica_is_driven_and_stopped_through_another() {
     let Some((_nats, a, b)) = two_replicas().await else {
         return;
     };
-    let (_device, browser) = browser_on(&a).await;
-    let on_a = a.new_agent().await.expect("agent");
+    let (browser, on_a, session) = session_on(&a).await;
     let on_b = b.agent(&on_a.token);
-    let session = on_a.start(None).await.expect("session on A").id;
     // Its events, followed on B.
     let mut events = on_b.events(&session).await.expect("events through B");
 
@@ -111,9 +131,7 @@ async fn another_tokens_session_answers_like_an_unknown_one_on_every_replica() {
     let Some((_nats, a, b)) = two_replicas().await else {
         return;
     };
-    let (_device, browser) = browser_on(&a).await;
-    let owner = a.new_agent().await.expect("agent");
-    let session = owner.start(None).await.expect("session").id;
+    let (browser, owner, session) = session_on(&a).await;
     let stranger = b.new_agent().await.expect("another token");
     let unknown = "0123456789abcdef0123456789abcdef";
     let malformed = "not-a-session.>";
@@ -152,9 +170,7 @@ async fn an_admin_on_another_replica_stops_any_session_of_the_team() {
     let Some((_nats, a, b)) = two_replicas().await else {
         return;
     };
-    let (_device, browser) = browser_on(&a).await;
-    let agent = a.new_agent().await.expect("agent");
-    let session = agent.start(None).await.expect("session").id;
+    let (browser, agent, session) = session_on(&a).await;
     let mut events = agent.events(&session).await.expect("events on A");
     let path = format!("/v1/admin/sessions/{session}");
     let (status, body) = b
@@ -190,9 +206,7 @@ async fn a_cancel_through_another_replica_reaches_the_browser() {
     let Some((_nats, a, b)) = two_replicas().await else {
         return;
     };
-    let (_device, browser) = browser_on(&a).await;
-    let on_a = a.new_agent().await.expect("agent");
-    let session = on_a.start(None).await.expect("session").id;
+    let (browser, on_a, session) = session_on(&a).await;
     let mut socket = AgentSocket::open(&b, &on_a.token).await.expect("socket");
     socket
         .request("h", "tool.hang", json!({"session_id": session}))
@@ -238,16 +252,7 @@ async fn when_the_sessions_replica_goes_other_replicas_say_so() {
         event_of(&mut events, "session_ended").await["reason"],
         "server_shutting_down"
     );
-    let call = on_b
-        .call(&session, "tool.snapshot", json!({}))
-        .await
-        .expect("call");
-    assert_eq!(
-        (call.status, call.code()),
-        (404, "not_found"),
-        "{:?}",
-        call.body
-    );
+    answers_not_found(&on_b, &session).await;
     b.stop().await;
 }
 
@@ -259,19 +264,8 @@ async fn a_killed_sessions_replica_ends_the_streams_that_follow_it_elsewhere() {
     let Some((nats, b, other)) = two_replicas().await else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_latchkeyd"));
-    let mut command = Daemon::serve_command(exe, dir.path(), "").expect("command");
-    command
-        .env(
-            "LATCHKEY_DATABASE_URL",
-            b.config().database_url.clone().expect("postgres"),
-        )
-        .env("LATCHKEY_CLUSTER", nats.url())
-        .env("LATCHKEY_LOG", "warn");
-    let mut a = Daemon::spawn(command, std::process::Stdio::null())
-        .await
-        .expect("replica A");
+    let (mut a, _dir) = process_replica(exe, &b, &nats).await;
     let (device, _browser) = browser_on(&b).await;
     let on_b = b.new_agent().await.expect("agent");
     let on_a = FakeAgent::new(
@@ -304,16 +298,7 @@ async fn a_killed_sessions_replica_ends_the_streams_that_follow_it_elsewhere() {
         ("error", &json!("not_found")),
         "{data}"
     );
-    let call = on_b
-        .call(&session, "tool.snapshot", json!({}))
-        .await
-        .expect("call");
-    assert_eq!(
-        (call.status, call.code()),
-        (404, "not_found"),
-        "{:?}",
-        call.body
-    );
+    answers_not_found(&on_b, &session).await;
     for s in [other, b] {
         s.stop().await;
     }

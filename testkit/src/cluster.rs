@@ -90,3 +90,26 @@ pub async fn browser_on(server: &TestServer) -> (String, FakeBrowser) {
         .await
         .expect("browser")
 }
+
+/// A replica of `first`'s store as a real `latchkeyd` process (`exe`, the
+/// test's `CARGO_BIN_EXE_latchkeyd`), on `nats`: one a test can `kill -9`.
+/// The directory holds its files; keep it as long as the process.
+pub async fn process_replica(
+    exe: &std::path::Path,
+    first: &TestServer,
+    nats: &NatsServer,
+) -> (crate::Daemon, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut command = crate::Daemon::serve_command(exe, dir.path(), "").expect("command");
+    command
+        .env(
+            "LATCHKEY_DATABASE_URL",
+            first.config().database_url.clone().expect("postgres"),
+        )
+        .env("LATCHKEY_CLUSTER", nats.url())
+        .env("LATCHKEY_LOG", "warn");
+    let daemon = crate::Daemon::spawn(command, std::process::Stdio::null())
+        .await
+        .expect("a replica process");
+    (daemon, dir)
+}

@@ -108,6 +108,16 @@ impl Notice {
     }
 }
 
+/// `{"ok":<result>}` around `result`, JSON text copied once: the successful
+/// answer of a relayed call and of a session request alike.
+pub(crate) fn ok_text(result: &str) -> String {
+    let mut s = String::with_capacity(result.len() + 8);
+    s.push_str(r#"{"ok":"#);
+    s.push_str(result);
+    s.push('}');
+    s
+}
+
 /// The JSON Schema of a notice (`protocol/schema/cluster-notice.json`).
 pub fn schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Envelope)).unwrap_or_default()

@@ -120,11 +120,7 @@ pub struct RelayAnswer<'a> {
 impl RelayAnswer<'_> {
     /// The JSON text of a successful answer with `result` (JSON text, copied once).
     pub fn ok_text(result: &str) -> String {
-        let mut s = String::with_capacity(result.len() + 8);
-        s.push_str(r#"{"ok":"#);
-        s.push_str(result);
-        s.push('}');
-        s
+        super::ok_text(result)
     }
 
     /// The JSON text of a failed answer.

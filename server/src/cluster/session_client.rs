@@ -58,6 +58,22 @@ impl Drop for CancelOnDrop {
 }
 
 impl Peers {
+    /// The NATS side to ask about session `id` through: `not_found` for an id
+    /// no session has (never put into a subject), `gateway_unavailable` while
+    /// NATS is away.
+    fn relay_for(&self, id: &str) -> Result<&RelayClient, CoreError> {
+        let Some(shared) = &self.inner else {
+            return Err(CoreError::SessionNotFound);
+        };
+        if !session_route::is_session_id(id) {
+            return Err(CoreError::SessionNotFound);
+        }
+        if !shared.relay.connected() {
+            return Err(CoreError::ReplicaUnreachable);
+        }
+        Ok(&shared.relay)
+    }
+
     /// Whether a request for session `id` that is not here may be answered by
     /// another replica: in cluster mode, for an id of a session's shape.
     pub fn may_hold_session(&self, id: &str) -> bool {
@@ -76,16 +92,7 @@ impl Peers {
         wait: Duration,
     ) -> Result<Box<RawValue>, CoreError> {
         use async_nats::RequestErrorKind as Kind;
-        let Some(shared) = &self.inner else {
-            return Err(CoreError::SessionNotFound);
-        };
-        if !session_route::is_session_id(id) {
-            return Err(CoreError::SessionNotFound);
-        }
-        let relay = &shared.relay;
-        if !relay.connected() {
-            return Err(CoreError::ReplicaUnreachable);
-        }
+        let relay = self.relay_for(id)?;
         let subject = session_route::session_subject(&relay.base, id);
         let request = SessionRequest {
             asker,
@@ -130,16 +137,7 @@ impl Peers {
 
     /// Follow the events of session `id` on another replica, if `asker` may.
     pub async fn follow_session(&self, asker: Asker, id: &str) -> Result<RemoteEvents, CoreError> {
-        let Some(shared) = &self.inner else {
-            return Err(CoreError::SessionNotFound);
-        };
-        if !session_route::is_session_id(id) {
-            return Err(CoreError::SessionNotFound);
-        }
-        let relay = &shared.relay;
-        if !relay.connected() {
-            return Err(CoreError::ReplicaUnreachable);
-        }
+        let relay = self.relay_for(id)?;
         // Subscribed before asking: no event between the answer and the
         // subscription can be missed.
         let subject = session_route::events_subject(&relay.base, id);
