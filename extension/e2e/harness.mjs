@@ -12,7 +12,8 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'target', 'debug');
+// `LATCHKEY_BIN_DIR` points elsewhere (the snapshot benchmark runs a release build).
+const BIN = process.env.LATCHKEY_BIN_DIR ?? join(ROOT, 'target', 'debug');
 export const EXTENSION_DIR = resolve(import.meta.dirname, '..', '.output', 'chrome-mv3');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 

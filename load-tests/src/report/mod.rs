@@ -162,3 +162,23 @@ fn machine_section(md: &mut String, r: &Results) {
     }
     md.push('\n');
 }
+
+#[cfg(test)]
+mod tests {
+    /// The report ends with load-tests/notes.md, so a section written into
+    /// docs/benchmarks.md alone would be lost at the next `report`: the two
+    /// must say the same.
+    #[test]
+    fn the_reports_notes_are_the_notes_file() {
+        let report = include_str!("../../../docs/benchmarks.md");
+        let notes = include_str!("../../notes.md");
+        let start = report
+            .find("## What each change bought\n")
+            .unwrap_or(report.len());
+        assert!(
+            report[start..] == *notes,
+            "docs/benchmarks.md's notes differ from load-tests/notes.md: write each \
+             section into load-tests/notes.md and copy it to docs/benchmarks.md"
+        );
+    }
+}
