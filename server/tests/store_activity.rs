@@ -12,8 +12,8 @@ use std::time::Duration;
 use sqlx::Connection;
 
 use latchkey_server::store::{
-    DeviceSeen, NewAuditEvent, NewDevice, PostgresStore, SqliteStore, Store, StoreError,
-    TenantRecord,
+    DeviceSeen, ExpiryNoticeStore, MemberStore, NewAuditEvent, NewDevice, PostgresStore,
+    SqliteStore, Store, StoreError, TenantRecord,
 };
 use latchkey_testkit::Backend;
 use latchkey_testkit::server::ScratchDatabase;
@@ -168,7 +168,7 @@ async fn activity_batches_on_postgres() {
 /// order every writer uses, (tenant, id), so no two writers wait on each other
 /// in a cycle (which PostgreSQL breaks only after its deadlock_timeout, 1 s, by
 /// failing one).
-async fn takes_devices_in_order<F, Fut>(op: F)
+async fn takes_devices_in_order<F, Fut>(prepare: &[&'static str], op: F)
 where
     F: FnOnce(Arc<PostgresStore>) -> Fut,
     Fut: std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
@@ -188,6 +188,12 @@ where
         add_device(store.as_ref(), (*id).into(), n).await;
     }
     let mut holder = sqlx::PgConnection::connect(&db.url).await.expect("holder");
+    for statement in prepare {
+        sqlx::query(*statement)
+            .execute(&mut holder)
+            .await
+            .expect("prepare");
+    }
     sqlx::query("BEGIN")
         .execute(&mut holder)
         .await
@@ -243,7 +249,7 @@ async fn the_group_commit_takes_devices_in_order_on_postgres() {
         at: 5,
         browser: None,
     };
-    takes_devices_in_order(|store| async move {
+    takes_devices_in_order(&[], |store| async move {
         store.record_activity(&[seen("b"), seen("a")], &[]).await
     })
     .await;
@@ -253,8 +259,38 @@ async fn the_group_commit_takes_devices_in_order_on_postgres() {
 /// PostgreSQL failed, the team's browsers would keep their grants.
 #[tokio::test]
 async fn revoke_all_takes_devices_in_order_on_postgres() {
-    takes_devices_in_order(
-        |store| async move { store.revoke_all_devices("t1", 10).await.map(|_| ()) },
-    )
+    takes_devices_in_order(&[], |store| async move {
+        store.revoke_all_devices("t1", 10).await.map(|_| ())
+    })
+    .await;
+}
+
+/// A member's removal revokes their devices: in the same order.
+#[tokio::test]
+async fn a_members_removal_takes_devices_in_order_on_postgres() {
+    let prepare = [
+        "INSERT INTO member (id, tenant_id, display_name, email, role, created_at) \
+         VALUES ('mem_1', 't1', 'M', 'm@example.com', 'member', 1)",
+        "UPDATE device SET owner_id = 'mem_1' WHERE tenant_id = 't1'",
+    ];
+    takes_devices_in_order(&prepare, |store| async move {
+        let removed = store.remove_member("t1", "mem_1", 10).await?;
+        assert!(removed.is_some(), "the member was removed");
+        Ok(())
+    })
+    .await;
+}
+
+/// The expiry notices' claim marks the devices it tells of: in the same order.
+#[tokio::test]
+async fn the_expiry_claim_takes_devices_in_order_on_postgres() {
+    let prepare = ["UPDATE device SET expires_at = 1000 WHERE tenant_id = 't1'"];
+    takes_devices_in_order(&prepare, |store| async move {
+        let claimed = store
+            .claim_expiry_notices(500, 1000, 1, |_, _| "expiring".to_string())
+            .await?;
+        assert_eq!(claimed.len(), 2, "both devices claimed");
+        Ok(())
+    })
     .await;
 }
