@@ -7,7 +7,9 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use latchkey_testkit::agent_socket::{code_of, result_of};
-use latchkey_testkit::cluster::{DEADLINE, browser_on, process_replica, two_replicas};
+use latchkey_testkit::cluster::{
+    DEADLINE, browser_on, listening, process_replica, readiness, two_replicas,
+};
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{AgentSocket, EventStream, FakeAgent, FakeBrowser, TestServer, wait_until};
 use serde_json::{Value, json};
@@ -300,6 +302,50 @@ async fn a_killed_sessions_replica_ends_the_streams_that_follow_it_elsewhere() {
     );
     answers_not_found(&on_b, &session).await;
     for s in [other, b] {
+        s.stop().await;
+    }
+}
+
+/// NATS away: a session still starts on the browser's replica; another replica
+/// cannot know where it is (retryable `gateway_unavailable`), and reaches it
+/// once NATS is back (the session's subscription is made again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_started_while_nats_is_away_is_reached_once_it_is_back() {
+    let Some((mut nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let (_device, _browser) = browser_on(&a).await;
+    let on_a = a.new_agent().await.expect("agent");
+    let on_b = b.agent(&on_a.token);
+    nats.stop().await;
+    assert!(
+        wait_until(DEADLINE, || async {
+            readiness(&a).await == "ready; cluster: disconnected"
+                && readiness(&b).await == "ready; cluster: disconnected"
+        })
+        .await
+    );
+    let session = on_a.start(None).await.expect("session on A").id;
+    let refused = on_b
+        .call(&session, "tool.snapshot", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(
+        (refused.status, refused.code()),
+        (503, "gateway_unavailable"),
+        "{:?}",
+        refused.body
+    );
+    nats.restart().await.expect("nats back");
+    assert!(listening(&a).await && listening(&b).await);
+    let reached = wait_until(DEADLINE, || async {
+        on_b.call(&session, "tool.snapshot", json!({}))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    })
+    .await;
+    assert!(reached, "B reaches the session on A once NATS is back");
+    for s in [b, a] {
         s.stop().await;
     }
 }

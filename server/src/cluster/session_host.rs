@@ -50,19 +50,27 @@ impl Peers {
         let Some(shared) = &self.inner else { return };
         let relay = shared.relay.clone();
         let subject = session_route::session_subject(&relay.base, &session.id);
-        let requests = match relay.client.subscribe(subject).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, session = %session.id, "cluster: the session cannot be reached from other replicas");
+        let requests = match tokio::time::timeout(
+            SUBSCRIBED_WITHIN,
+            relay.client.subscribe(subject),
+        )
+        .await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(_)) | Err(_) => {
+                tracing::warn!(session = %session.id, "cluster: the session cannot be reached from other replicas");
                 return;
             }
         };
         // Known to the server before the agent learns the id, so a request for
-        // it on another replica never finds "no responders".
-        if !matches!(
-            tokio::time::timeout(SUBSCRIBED_WITHIN, relay.client.flush()).await,
-            Ok(Ok(()))
-        ) {
+        // it on another replica never finds "no responders". While NATS is away
+        // the start does not wait: the client subscribes once it is back.
+        if relay.connected()
+            && !matches!(
+                tokio::time::timeout(SUBSCRIBED_WITHIN, relay.client.flush()).await,
+                Ok(Ok(()))
+            )
+        {
             tracing::warn!(session = %session.id, "cluster: NATS did not confirm the session's subscription in time");
         }
         let events = session.subscribe();
