@@ -95,7 +95,12 @@ async fn serve(
 ) {
     let events_subject = session_route::events_subject(&relay.base, &session.id);
     let in_flight: InFlight = Arc::default();
+    // Events still travel (the end's own comes just after the session is
+    // marked ended).
     let mut open = true;
+    // The session has ended: the linger runs, whether or not its end event
+    // comes (a session may end without one).
+    let mut ended = false;
     let linger = tokio::time::sleep(Duration::MAX);
     tokio::pin!(linger);
     loop {
@@ -116,6 +121,10 @@ async fn serve(
                     linger.as_mut().reset(tokio::time::Instant::now() + ANSWERED_AFTER_END);
                 }
             },
+            () = session.ended(), if !ended => {
+                ended = true;
+                linger.as_mut().reset(tokio::time::Instant::now() + ANSWERED_AFTER_END);
+            }
             message = requests.next() => {
                 let Some(message) = message else { break };
                 on_request(&core, &session, &relay, &in_flight, message);
