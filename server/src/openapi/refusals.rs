@@ -117,8 +117,9 @@ refusals! {
     Create = AUTHENTICATED, [InvalidRequest, InvalidParams, NotFound, LimitReached];
     /// An agent request that reads.
     AgentRead = AGENT, [];
-    /// An agent request about one session.
-    AgentSession = AGENT, [NotFound, SessionEnded];
+    /// An agent request about one session (in cluster mode, one on another
+    /// replica while NATS is away: `gateway_unavailable`).
+    AgentSession = AGENT, [NotFound, SessionEnded, GatewayUnavailable];
     /// Starting a session on a browser.
     SessionStart = AGENT, [
         InvalidRequest, InvalidParams, NotFound, NoBrowserConnected,
