@@ -10,6 +10,7 @@ use latchkey_protocol::CloseCode;
 use latchkey_protocol::additions::Features;
 use latchkey_protocol::cluster::{Envelope, Notice};
 
+use super::members::Heard;
 use crate::app::AppState;
 use crate::auth::token_watch::TokenEnd;
 use crate::telemetry::metrics::CLUSTER_NOTICES_RECEIVED;
@@ -26,9 +27,14 @@ fn usable(id: &str) -> bool {
 pub fn apply(state: &AppState, envelope: Envelope) {
     // Shown in logs only: cleaned of control characters and bounded.
     let node = latchkey_protocol::text::clean(&envelope.node, MAX_ID_CHARS);
+    let heard = match envelope.notice {
+        Notice::Alive | Notice::Hello => Heard::Up,
+        Notice::Leaving => Heard::Leaving,
+        _ => Heard::Told,
+    };
     state.peers.heard_from(
         &latchkey_protocol::cluster::relay::subject_token(&node),
-        envelope.notice == Notice::Leaving,
+        heard,
     );
     match envelope.notice {
         Notice::DevicesRevoked {
@@ -143,8 +149,11 @@ pub fn apply(state: &AppState, envelope: Envelope) {
         }
         Notice::Hello => {
             count("hello");
-            // The newcomer learns at once that this replica is up.
-            state.peers.tell(Notice::Alive);
+            // The newcomer learns at once that this replica is up (unless it
+            // is draining).
+            if !state.shutdown.is_cancelled() {
+                state.peers.tell(Notice::Alive);
+            }
             state.peers.announce();
         }
         Notice::Alive => count("alive"),

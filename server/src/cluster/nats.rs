@@ -250,13 +250,26 @@ async fn announcer(
 ) {
     let mut alive = tokio::time::interval(super::members::ALIVE_EVERY);
     alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The drain has begun: this replica no longer says it is up (`hello` and
+    // `alive` would count it in again, cluster::members).
+    let mut leaving = false;
     loop {
         tokio::select! {
-            () = connected.notified() => state.peers.tell(Notice::Hello),
+            () = connected.notified() => {
+                if !leaving {
+                    state.peers.tell(Notice::Hello);
+                }
+            }
             () = announce.notified() => {}
-            // Not an announcement: only a sign of life (cluster::members).
-            _ = alive.tick() => {
+            // Not an announcement: only a sign of life.
+            _ = alive.tick(), if !leaving => {
                 state.peers.tell(Notice::Alive);
+                continue;
+            }
+            // The others stop waiting for this replica's answers to lists.
+            () = state.shutdown.cancelled(), if !leaving => {
+                leaving = true;
+                state.peers.tell(Notice::Leaving);
                 continue;
             }
             _ = state.closing.cancelled() => return,

@@ -184,15 +184,10 @@ impl Peers {
         self.inner.as_ref().map(|s| s.node_id.as_str())
     }
 
-    /// `node` (a subject token) told a notice: it is up, or with `leaving`,
-    /// gone.
-    pub(crate) fn heard_from(&self, node: &str, leaving: bool) {
+    /// `node` (a subject token) told a notice (cluster::members).
+    pub(crate) fn heard_from(&self, node: &str, heard: super::members::Heard) {
         if let Some(s) = &self.inner {
-            if leaving {
-                s.members.left(node);
-            } else {
-                s.members.heard(node);
-            }
+            s.members.heard(node, heard);
         }
     }
 
