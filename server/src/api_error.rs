@@ -62,7 +62,9 @@ impl From<ErrorBody> for ApiError {
     fn from(e: ErrorBody) -> Self {
         let retry = matches!(
             e.code,
-            ErrorCode::CapacityReached | ErrorCode::GatewayUnavailable
+            ErrorCode::CapacityReached
+                | ErrorCode::GatewayUnavailable
+                | ErrorCode::StoreUnavailable
         )
         .then_some(1);
         Self {
@@ -94,24 +96,14 @@ impl From<ApiError> for ErrorBody {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Unavailable(_) | StoreError::Contended(_) => {
-                metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => "unavailable")
-                    .increment(1);
-                tracing::warn!(error = %e, "store unavailable");
-                ApiError::new(
-                    ErrorCode::StoreUnavailable,
-                    "the store is unavailable; retry shortly",
-                )
-                .retry_after(1)
-            }
+        match e.noted() {
+            StoreError::Unavailable(_) | StoreError::Contended(_) => ApiError::new(
+                ErrorCode::StoreUnavailable,
+                "the store is unavailable; retry shortly",
+            )
+            .retry_after(1),
             StoreError::Conflict(_) => ApiError::invalid("conflicts with an existing record"),
-            StoreError::Internal(_) => {
-                metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => "internal")
-                    .increment(1);
-                tracing::error!(error = %e, "store error");
-                ApiError::new(ErrorCode::Internal, "internal error")
-            }
+            StoreError::Internal(_) => ApiError::new(ErrorCode::Internal, "internal error"),
         }
     }
 }

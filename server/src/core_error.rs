@@ -60,6 +60,9 @@ pub enum CoreError {
     /// The browser's socket is on another replica, which cannot be reached now
     /// (NATS is away): retry shortly (docs/cluster.md).
     ReplicaUnreachable,
+    /// The store cannot answer now (down, or busy past its timeouts): retry
+    /// shortly. Logged and counted where it was converted.
+    StoreUnavailable,
     /// The API token the work ran on was revoked or expired meanwhile.
     Token(TokenEnd),
     /// A bug; the details are in the log.
@@ -136,6 +139,7 @@ impl CoreError {
             CoreError::UnknownMethod(_) => ErrorCode::UnknownMethod,
             CoreError::ShuttingDown => ErrorCode::ServerShuttingDown,
             CoreError::ReplicaUnreachable => ErrorCode::GatewayUnavailable,
+            CoreError::StoreUnavailable => ErrorCode::StoreUnavailable,
             CoreError::Token(TokenEnd::Revoked) => ErrorCode::TokenRevoked,
             CoreError::Token(TokenEnd::Expired) => ErrorCode::TokenExpired,
             CoreError::Internal(_) => ErrorCode::Internal,
@@ -235,6 +239,7 @@ impl CoreError {
                 "the gateway replica holding this browser cannot be reached; retry shortly".into(),
                 None,
             ),
+            CoreError::StoreUnavailable => ("the store is unavailable; retry shortly".into(), None),
             CoreError::Internal(what) => (what.into(), None),
             CoreError::Policy(denial) => (denial.message, Some(denial.data.into())),
         };
@@ -250,6 +255,17 @@ impl CoreError {
             code,
             message,
             data,
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for CoreError {
+    fn from(e: crate::store::StoreError) -> Self {
+        use crate::store::StoreError;
+        match e.noted() {
+            StoreError::Unavailable(_) | StoreError::Contended(_) => CoreError::StoreUnavailable,
+            StoreError::Conflict(_) => CoreError::Internal("a store write conflicted"),
+            StoreError::Internal(_) => CoreError::Internal("internal error"),
         }
     }
 }

@@ -314,6 +314,7 @@ pub async fn bind_with_routes(
         .tasks
         .spawn(rate_limits::cluster_charges::pruner(state.clone()));
     state.tasks.spawn(audit_keeping::keeper(state.core.clone()));
+    state.tasks.spawn(mcp::choices_keeper(state.core.clone()));
     state
         .tasks
         .spawn(devices::expiry_notices::notifier(state.core.clone()));

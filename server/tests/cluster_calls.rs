@@ -310,7 +310,16 @@ async fn a_killed_holder_ends_its_sessions_elsewhere_and_the_browser_comes_back(
         .expect("call");
     assert!(first.is_ok(), "{:?}", first.body);
 
+    let connected = nats.connections().await.expect("NATS clients");
     a.child.kill().await.expect("kill -9");
+    // Asked once NATS noticed A gone (as it does at once for a process the
+    // kernel closed): a request it still routed to A would wait for the
+    // call's deadline instead (docs/cluster.md, "A replica that vanished").
+    let noticed = wait_until(DEADLINE, || async {
+        nats.connections().await.is_ok_and(|n| n < connected)
+    })
+    .await;
+    assert!(noticed, "NATS noticed A gone");
     let lost = agent
         .call(&session, "tool.snapshot", json!({}))
         .await

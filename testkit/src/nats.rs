@@ -15,6 +15,9 @@ pub struct NatsServer {
     /// Options given at start (TLS, credentials), given again on a restart.
     args: Vec<String>,
     port: u16,
+    /// Its monitoring endpoint's port (loopback, chosen by the server): what
+    /// it knows of its clients, for tests that wait for it to notice one gone.
+    monitor: u16,
     child: Option<tokio::process::Child>,
 }
 
@@ -54,11 +57,12 @@ impl NatsServer {
     /// [`Self::start`] with more options, e.g. `--tls --tlscert F --tlskey F`
     /// or `--user U --pass P`.
     pub async fn start_with(binary: PathBuf, args: Vec<String>) -> anyhow::Result<Self> {
-        let (child, port) = spawn(&binary, &args, None).await?;
+        let (child, port, monitor) = spawn(&binary, &args, None).await?;
         Ok(Self {
             binary,
             args,
             port,
+            monitor,
             child: Some(child),
         })
     }
@@ -73,6 +77,15 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// How many clients the server has connected now (its `/connz`).
+    pub async fn connections(&self) -> anyhow::Result<u64> {
+        let url = format!("http://127.0.0.1:{}/connz", self.monitor);
+        let body: serde_json::Value = reqwest::get(url).await?.error_for_status()?.json().await?;
+        body["num_connections"]
+            .as_u64()
+            .context("num_connections in /connz")
+    }
+
     /// Kill the server; clients see the connection drop.
     pub async fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -83,8 +96,9 @@ impl NatsServer {
     /// Start it again on the same port (clients reconnect to the same URL).
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.stop().await;
-        let (child, _) = spawn(&self.binary, &self.args, Some(self.port)).await?;
+        let (child, _, monitor) = spawn(&self.binary, &self.args, Some(self.port)).await?;
         self.child = Some(child);
+        self.monitor = monitor;
         Ok(())
     }
 }
@@ -94,10 +108,10 @@ async fn spawn(
     binary: &PathBuf,
     args: &[String],
     port: Option<u16>,
-) -> anyhow::Result<(tokio::process::Child, u16)> {
+) -> anyhow::Result<(tokio::process::Child, u16, u16)> {
     let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
     let mut child = tokio::process::Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port_arg, "-m", "0"])
+        .args(["-a", "127.0.0.1", "-p", &port_arg, "-m", "-1"])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -106,15 +120,20 @@ async fn spawn(
         .with_context(|| format!("starting {}", binary.display()))?;
     let stderr = child.stderr.take().context("nats-server stderr")?;
     let mut lines = BufReader::new(stderr).lines();
-    let listening = tokio::time::timeout(START_TIMEOUT, async {
+    let port_after = |line: &str, words: &str| -> Option<u16> {
+        line.split(words)
+            .nth(1)?
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.trim().parse().ok())
+    };
+    let (listening, monitor) = tokio::time::timeout(START_TIMEOUT, async {
+        // The monitor is started before the client listener.
+        let mut monitor = None;
         while let Some(line) = lines.next_line().await? {
-            if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
-                let port: u16 = rest
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.trim().parse().ok())
-                    .context("port in nats-server's log")?;
-                return Ok(port);
+            monitor = monitor.or_else(|| port_after(&line, "Starting http monitor on "));
+            if let Some(port) = port_after(&line, "Listening for client connections on ") {
+                return Ok((port, monitor.context("monitor port in nats-server's log")?));
             }
         }
         anyhow::bail!("nats-server exited before listening")
@@ -123,5 +142,5 @@ async fn spawn(
     .context("nats-server did not start in time")??;
     // Keep draining its log so the pipe never fills and blocks it.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, listening))
+    Ok((child, listening, monitor))
 }

@@ -135,6 +135,15 @@ impl Peers {
         }
     }
 
+    /// Whether session `id` on another replica is open to `asker`: `Ok` when it
+    /// is; its replica's refusal (`session_ended` with the reason, `not_found`)
+    /// or this side's (`not_found` when nobody answers) when it is not.
+    pub async fn watch_session(&self, asker: Asker, id: &str) -> Result<(), CoreError> {
+        self.ask_session(asker, id, SessionOp::Watch, WATCH_WAIT)
+            .await
+            .map(drop)
+    }
+
     /// Follow the events of session `id` on another replica, if `asker` may.
     pub async fn follow_session(&self, asker: Asker, id: &str) -> Result<RemoteEvents, CoreError> {
         let relay = self.relay_for(id)?;
@@ -151,8 +160,7 @@ impl Peers {
             .flush()
             .await
             .map_err(|_| CoreError::ReplicaUnreachable)?;
-        self.ask_session(asker.clone(), id, SessionOp::Watch, WATCH_WAIT)
-            .await?;
+        self.watch_session(asker.clone(), id).await?;
         let mut still_there = tokio::time::interval(STILL_THERE_EVERY);
         still_there.reset();
         Ok(RemoteEvents {

@@ -5,12 +5,18 @@
 //! reaper, the person's Stop, `browser_close`) the next call opens a new one on the
 //! same browser.
 //!
-//! The choices live in this node's memory, bounded: a caller whose choice was
-//! forgotten (evicted, or another node answering) starts over from "the only
-//! browser online", or is asked to pick one.
+//! The choice is kept in the store, so a caller's next request may land on any
+//! replica (or on this one after a restart) and carry on with the same browser
+//! and session; the session itself is reached where it lives (`sessions::routed`).
+//! Each node keeps a copy, trusted while its session is open: a choice changes
+//! only after its session was stopped (`browser_select`, `browser_close`) or
+//! ended, so an open session is still the choice. Writes name the version they
+//! read: when two replicas open a session for one caller at once, the one that
+//! writes second stops its own and takes the first one's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use latchkey_protocol::EndReason;
 use latchkey_protocol::agent::{StartSessionRequest, StopSessionResult};
@@ -18,13 +24,19 @@ use latchkey_protocol::agent::{StartSessionRequest, StopSessionResult};
 use crate::auth::principal::Principal;
 use crate::core::Core;
 use crate::core_error::CoreError;
+use crate::sessions::routed::{self, Scope, Standing};
 use crate::sessions::start_stop;
 use crate::sessions::table::Session;
+use crate::store::{ChoiceKey, McpChoiceRecord};
 
-/// Callers remembered per node; past this the least recently used is forgotten.
+/// Callers whose copy and lock this node keeps; past this the least recently
+/// used is dropped (the store still has its choice).
 const MAX_CHOICES: usize = 10_000;
 /// The longest `Latchkey-Session-Key` kept.
 pub const MAX_KEY_CHARS: usize = 64;
+/// Rounds of read, decide, write before a caller whose other clients keep
+/// changing its choice is told to retry.
+const ROUNDS: usize = 3;
 
 /// Whose choice: sessions are the token's own, as on the REST API.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,9 +55,24 @@ impl Caller {
             key: key.to_string(),
         }
     }
+
+    fn store_key(&self) -> ChoiceKey<'_> {
+        ChoiceKey {
+            tenant_id: &self.tenant_id,
+            token_id: &self.token_id,
+            caller_key: &self.key,
+        }
+    }
 }
 
-#[derive(Debug, Default)]
+/// The session a browser tool call goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    pub device_id: String,
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Choice {
     /// The browser picked or first given.
     device_id: Option<String>,
@@ -55,6 +82,43 @@ struct Choice {
     /// on its own (the person's Stop, an admin, a policy): until the agent picks
     /// a browser again, calls answer `session_ended` with this reason.
     halted: Option<EndReason>,
+    /// The stored version this copy was read at or written as; `None` while
+    /// the store holds no choice for the caller.
+    version: Option<i64>,
+}
+
+impl Choice {
+    fn chosen(&self) -> Option<Chosen> {
+        Some(Chosen {
+            device_id: self.device_id.clone()?,
+            session_id: self.session_id.clone()?,
+        })
+    }
+
+    fn from_record(record: McpChoiceRecord) -> Self {
+        let halted = record.halted.and_then(|name| {
+            let reason = EndReason::ALL.into_iter().find(|r| r.as_str() == name);
+            if reason.is_none() {
+                tracing::warn!("mcp: a stored end reason is unknown to this version; ignored");
+            }
+            reason
+        });
+        Self {
+            device_id: record.device_id,
+            session_id: record.session_id,
+            halted,
+            version: Some(record.version),
+        }
+    }
+
+    fn record(&self) -> McpChoiceRecord {
+        McpChoiceRecord {
+            device_id: self.device_id.clone(),
+            session_id: self.session_id.clone(),
+            halted: self.halted.map(|r| r.as_str().to_string()),
+            version: self.version.unwrap_or(0),
+        }
+    }
 }
 
 /// Ends after which the next call may open a new session by itself: nobody
@@ -70,10 +134,10 @@ fn reopens(reason: EndReason) -> bool {
     )
 }
 
-/// One caller's choice behind its own lock, and when it was last used.
+/// One caller's copy behind its own lock, and when it was last used.
 type Slot = (Arc<tokio::sync::Mutex<Choice>>, u64);
 
-/// Each caller's choice behind its own lock, so one caller's opening (which may
+/// Each caller's copy behind its own lock, so one caller's opening (which may
 /// wait for a person's consent) never holds up another's.
 #[derive(Debug, Default)]
 pub struct Choices {
@@ -109,14 +173,44 @@ impl Choices {
         core: &Core,
         p: &Principal,
         caller: &Caller,
-    ) -> Result<Arc<Session>, CoreError> {
+    ) -> Result<Chosen, CoreError> {
         let slot = self.slot(caller);
         let mut choice = slot.lock().await;
-        if let Some(session) = live(core, p, &mut choice)? {
-            return Ok(session);
+        if let Some(chosen) = choice.chosen()
+            && routed::standing(core, p, &chosen.session_id).await? == Standing::Open
+        {
+            return Ok(chosen);
         }
-        let device_id = choice.device_id.clone();
-        open(core, p, &mut choice, device_id, None).await
+        for _ in 0..ROUNDS {
+            reload(core, caller, &mut choice).await?;
+            if let Some(reason) = choice.halted {
+                return Err(CoreError::SessionEnded(reason));
+            }
+            if let Some(chosen) = choice.chosen() {
+                match routed::standing(core, p, &chosen.session_id).await? {
+                    Standing::Open => return Ok(chosen),
+                    // Ended by a decision whose record was not written (its
+                    // replica was killed first): written now.
+                    Standing::Ended(reason) if !reopens(reason) => {
+                        let next = Choice {
+                            session_id: None,
+                            halted: Some(reason),
+                            ..choice.clone()
+                        };
+                        if write(core, caller, &mut choice, next).await? {
+                            return Err(CoreError::SessionEnded(reason));
+                        }
+                        continue;
+                    }
+                    Standing::Ended(_) | Standing::Gone => {}
+                }
+            }
+            let device_id = choice.device_id.clone();
+            if let Some(chosen) = open(core, p, caller, &mut choice, device_id, None).await? {
+                return Ok(chosen);
+            }
+        }
+        Err(contended())
     }
 
     /// Pick `device_id`: the session on another browser ends, one opens on this.
@@ -127,18 +221,27 @@ impl Choices {
         caller: &Caller,
         device_id: &str,
         purpose: Option<String>,
-    ) -> Result<Arc<Session>, CoreError> {
+    ) -> Result<Chosen, CoreError> {
         let slot = self.slot(caller);
         let mut choice = slot.lock().await;
-        choice.halted = None;
-        if let Some(session) = live(core, p, &mut choice)? {
-            if session.device_id == device_id {
-                return Ok(session);
+        for _ in 0..ROUNDS {
+            reload(core, caller, &mut choice).await?;
+            if let Some(chosen) = choice.chosen()
+                && routed::standing(core, p, &chosen.session_id).await? == Standing::Open
+            {
+                if chosen.device_id == device_id {
+                    return Ok(chosen);
+                }
+                stop(core, p, &chosen.session_id).await?;
             }
-            start_stop::stop(core, &session, EndReason::Stopped).await?;
-            choice.session_id = None;
+            let wanted = Some(device_id.to_string());
+            if let Some(chosen) =
+                open(core, p, caller, &mut choice, wanted, purpose.clone()).await?
+            {
+                return Ok(chosen);
+            }
         }
-        open(core, p, &mut choice, Some(device_id.to_string()), purpose).await
+        Err(contended())
     }
 
     /// End the caller's session, if one is open; the browser stays chosen.
@@ -150,64 +253,173 @@ impl Choices {
     ) -> Result<Option<StopSessionResult>, CoreError> {
         let slot = self.slot(caller);
         let mut choice = slot.lock().await;
-        let Ok(Some(session)) = live(core, p, &mut choice) else {
+        reload(core, caller, &mut choice).await?;
+        let Some(chosen) = choice.chosen() else {
             return Ok(None);
         };
-        choice.session_id = None;
-        start_stop::stop(core, &session, EndReason::Stopped)
-            .await
-            .map(Some)
-    }
-}
-
-/// The caller's open session; none when it has none or its last one ended in a
-/// way [`reopens`] allows; `session_ended` when a decision ended it.
-fn live(
-    core: &Core,
-    p: &Principal,
-    choice: &mut Choice,
-) -> Result<Option<Arc<Session>>, CoreError> {
-    if let Some(reason) = choice.halted {
-        return Err(CoreError::SessionEnded(reason));
-    }
-    let Some(id) = choice.session_id.clone() else {
-        return Ok(None);
-    };
-    let ended = match core.sessions.owned(p, &id) {
-        Ok(session) => match session.end_reason() {
-            None if !session.is_ended() => return Ok(Some(session)),
-            reason => reason,
-        },
-        Err(CoreError::SessionEnded(reason)) => Some(reason),
-        Err(CoreError::SessionNotFound) => None,
-        Err(e) => return Err(e),
-    };
-    choice.session_id = None;
-    match ended {
-        Some(reason) if !reopens(reason) => {
-            choice.halted = Some(reason);
-            Err(CoreError::SessionEnded(reason))
+        if routed::standing(core, p, &chosen.session_id).await? != Standing::Open {
+            return Ok(None);
         }
-        _ => Ok(None),
+        let stopped = routed::stop(core, Scope::Agent(p), &chosen.session_id).await;
+        let next = Choice {
+            session_id: None,
+            ..choice.clone()
+        };
+        // Lost to another writer: its choice stands, and it no longer names
+        // this session either way.
+        write(core, caller, &mut choice, next).await?;
+        stopped.map(Some)
     }
 }
 
+/// The caller's choice as the store has it.
+async fn reload(core: &Core, caller: &Caller, choice: &mut Choice) -> Result<(), CoreError> {
+    *choice = core
+        .store
+        .mcp_choice(caller.store_key())
+        .await?
+        .map(Choice::from_record)
+        .unwrap_or_default();
+    Ok(())
+}
+
+/// Store `next` over the version `choice` was read at; on success `choice`
+/// becomes it. False when another writer came first (`choice` is then stale).
+async fn write(
+    core: &Core,
+    caller: &Caller,
+    choice: &mut Choice,
+    next: Choice,
+) -> Result<bool, CoreError> {
+    let read = choice.version;
+    let written = core
+        .store
+        .put_mcp_choice(
+            caller.store_key(),
+            &next.record(),
+            read,
+            core.clock.now_ms(),
+        )
+        .await?;
+    if written {
+        *choice = Choice {
+            version: Some(read.map_or(1, |v| v + 1)),
+            ..next
+        };
+    }
+    Ok(written)
+}
+
+/// Open a session on `device_id` (or the only browser online) and make it the
+/// caller's choice; `None` when another client of the caller changed the
+/// choice first, in which case the session opened here is stopped again.
 async fn open(
     core: &Core,
     p: &Principal,
+    caller: &Caller,
     choice: &mut Choice,
     device_id: Option<String>,
     purpose: Option<String>,
-) -> Result<Arc<Session>, CoreError> {
+) -> Result<Option<Chosen>, CoreError> {
     let request = StartSessionRequest {
         browser_id: device_id,
         purpose,
         ..StartSessionRequest::default()
     };
     let session = start_stop::start(core, p, request).await?;
-    choice.device_id = Some(session.device_id.clone());
-    choice.session_id = Some(session.id.clone());
-    Ok(session)
+    let next = Choice {
+        device_id: Some(session.device_id.clone()),
+        session_id: Some(session.id.clone()),
+        halted: None,
+        version: choice.version,
+    };
+    match write(core, caller, choice, next).await {
+        Ok(true) => {
+            tokio::spawn(halt_when_decided(core.clone(), caller.clone(), session));
+            Ok(choice.chosen())
+        }
+        not_written => {
+            // Nobody's choice: never left open behind the caller's back.
+            if let Err(e) = start_stop::stop(core, &session, EndReason::Stopped).await {
+                tracing::debug!(error = ?e, "mcp: a session opened twice did not stop");
+            }
+            not_written.map(|_| None)
+        }
+    }
+}
+
+/// Stop the caller's session `id`; one that ended meanwhile is as good.
+async fn stop(core: &Core, p: &Principal, id: &str) -> Result<(), CoreError> {
+    match routed::stop(core, Scope::Agent(p), id).await {
+        Ok(_) | Err(CoreError::SessionEnded(_) | CoreError::SessionNotFound) => Ok(()),
+        Err(CoreError::Replica(body))
+            if matches!(
+                body.code,
+                latchkey_protocol::ErrorCode::SessionEnded | latchkey_protocol::ErrorCode::NotFound
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// When `session` ends by a decision against the agent, say so in the caller's
+/// choice at once, so that every replica answers its next call
+/// `session_ended` rather than opening a new session.
+async fn halt_when_decided(core: Core, caller: Caller, session: Arc<Session>) {
+    session.ended().await;
+    let Some(reason) = session.end_reason().filter(|r| !reopens(*r)) else {
+        return;
+    };
+    for _ in 0..ROUNDS {
+        let mut choice = Choice::default();
+        let next = match reload(&core, &caller, &mut choice).await {
+            Ok(()) if choice.session_id.as_deref() == Some(&session.id) => Choice {
+                session_id: None,
+                halted: Some(reason),
+                ..choice.clone()
+            },
+            // No longer the caller's session, or the store is away (the
+            // next call finds the end on the session's replica instead).
+            _ => return,
+        };
+        match write(&core, &caller, &mut choice, next).await {
+            Ok(false) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// How long a choice no request changed is kept.
+pub const KEPT_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Forget choices untouched for [`KEPT_FOR`], hourly (on every replica: the
+/// deletes are idempotent).
+pub async fn keeper(core: Core) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = core.shutdown.cancelled() => return,
+        }
+        let kept_ms = i64::try_from(KEPT_FOR.as_millis()).unwrap_or(i64::MAX);
+        let before = core.clock.now_ms().saturating_sub(kept_ms);
+        match core.store.prune_mcp_choices(before).await {
+            Ok(0) => {}
+            Ok(gone) => tracing::info!(gone, "mcp: forgot choices untouched for 30 days"),
+            Err(e) => {
+                tracing::warn!(error = %e, "mcp: pruning old choices failed; retried in an hour")
+            }
+        }
+    }
+}
+
+/// Other clients of the caller changed its choice at every turn.
+fn contended() -> CoreError {
+    tracing::warn!("mcp: a caller's choice changed under every attempt; answered as contended");
+    CoreError::StoreUnavailable
 }
 
 #[cfg(test)]
@@ -235,5 +447,18 @@ mod tests {
         assert_eq!(slots.len(), MAX_CHOICES);
         assert!(!slots.contains_key(&caller(1)));
         assert!(Arc::ptr_eq(&slots[&caller(0)].0, &kept));
+    }
+
+    #[test]
+    fn a_choice_round_trips_through_its_record() {
+        let choice = Choice {
+            device_id: Some("d".into()),
+            session_id: None,
+            halted: Some(EndReason::UserStopped),
+            version: Some(4),
+        };
+        let record = choice.record();
+        assert_eq!(record.halted.as_deref(), Some("user_stopped"));
+        assert_eq!(Choice::from_record(record), choice);
     }
 }

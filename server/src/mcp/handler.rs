@@ -23,7 +23,8 @@ use super::{SESSION_KEY_HEADER, answers, skill};
 use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::core_error::CoreError;
-use crate::sessions::calls::{self, ToolCall};
+use crate::sessions::calls::ToolCall;
+use crate::sessions::routed;
 
 /// One per node, cloned into every request's service.
 #[derive(Clone)]
@@ -65,7 +66,7 @@ impl LatchkeyMcp {
                     .map(|s| {
                         answers::structured(json!({
                             "browser_id": s.device_id,
-                            "session_id": s.id,
+                            "session_id": s.session_id,
                         }))
                     })
                     .map_err(CoreError::into_body)
@@ -112,8 +113,8 @@ impl LatchkeyMcp {
             limit: p.delegation.as_ref().map(|d| d.limit.clone()),
         };
         let work = async {
-            let session = self.choices.session(core, p, caller).await?;
-            calls::call(core, &session, call).await
+            let chosen = self.choices.session(core, p, caller).await?;
+            routed::call(core, p, &chosen.session_id, call).await
         };
         // A client's `notifications/cancelled`, or its request going away, drops
         // the call: the pipeline cancels it on the browser (docs/protocol.md,

@@ -25,6 +25,8 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 
+pub use choices::keeper as choices_keeper;
+
 /// The path the endpoint is served at.
 pub const PATH: &str = "/mcp";
 /// Where OAuth-capable clients look for the endpoint's RFC 9728 metadata.

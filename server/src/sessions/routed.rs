@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use latchkey_protocol::EndReason;
 use latchkey_protocol::additions::CONSENT_TIMEOUT_MS;
 use latchkey_protocol::agent::{SessionEvent, SessionList, StopSessionResult};
 use latchkey_protocol::cluster::session_route::{Asker, SessionOp};
 use latchkey_protocol::effect::{CANCEL_GRACE_MS, SESSION_STOP_TIMEOUT_MS};
+use latchkey_protocol::{EndReason, ErrorCode};
+use serde::Deserialize;
 use tokio::sync::broadcast;
 
 use crate::auth::principal::Principal;
@@ -157,6 +158,53 @@ pub async fn stop(core: &Core, scope: Scope<'_>, id: &str) -> Result<StopSession
             serde_json::from_str(raw.get())
                 .map_err(|_| CoreError::Internal("a replica's stop answer does not parse"))
         }
+    }
+}
+
+/// What became of a session, as the agent that owns it can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Open: calls are taken.
+    Open,
+    /// Ended recently, for this reason.
+    Ended(EndReason),
+    /// Unknown here and on every replica (ended long ago, or never this
+    /// agent's).
+    Gone,
+}
+
+/// Whether session `id` is still open, here or on its replica, without acting
+/// on it: what a surface that keeps a session for its caller (MCP) checks
+/// before it sends a call, so that it never resends one a session ended under.
+pub async fn standing(core: &Core, caller: &Principal, id: &str) -> Result<Standing, CoreError> {
+    let scope = Scope::Agent(caller);
+    let answer = match find(core, scope, id) {
+        Ok(Found::Here(session)) => {
+            return Ok(match session.end_reason() {
+                None if !session.is_ended() => Standing::Open,
+                Some(reason) => Standing::Ended(reason),
+                None => Standing::Gone,
+            });
+        }
+        Ok(Found::Elsewhere) => core.peers.watch_session(scope.asker(id), id).await,
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(()) => Ok(Standing::Open),
+        Err(CoreError::SessionEnded(reason)) => Ok(Standing::Ended(reason)),
+        Err(CoreError::SessionNotFound) => Ok(Standing::Gone),
+        // The session's replica mapped its condition to a body; read it back.
+        Err(CoreError::Replica(body)) => match body.code {
+            ErrorCode::SessionEnded => Ok(body
+                .data
+                .as_ref()
+                .and_then(|d| d.get("reason"))
+                .and_then(|r| EndReason::deserialize(r).ok())
+                .map_or(Standing::Gone, Standing::Ended)),
+            ErrorCode::NotFound => Ok(Standing::Gone),
+            _ => Err(CoreError::Replica(body)),
+        },
+        Err(e) => Err(e),
     }
 }
 

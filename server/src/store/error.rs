@@ -25,6 +25,24 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Logged and counted, once, where a surface or the core turns it into an
+    /// answer: an unavailable store as a warning, anything else as an error.
+    pub fn noted(self) -> Self {
+        let kind = match self {
+            StoreError::Unavailable(_) | StoreError::Contended(_) => {
+                tracing::warn!(error = %self, "store unavailable");
+                "unavailable"
+            }
+            StoreError::Conflict(_) => return self,
+            StoreError::Internal(_) => {
+                tracing::error!(error = %self, "store error");
+                "internal"
+            }
+        };
+        metrics::counter!(crate::telemetry::metrics::STORE_ERRORS, "kind" => kind).increment(1);
+        self
+    }
+
     pub fn code(&self) -> ErrorCode {
         match self {
             StoreError::Unavailable(_) | StoreError::Contended(_) => ErrorCode::StoreUnavailable,

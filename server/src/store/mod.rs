@@ -15,6 +15,7 @@ mod delegations;
 mod error;
 pub mod expiry_notices;
 pub mod group_commit;
+mod mcp_choices;
 mod members;
 mod pending_pairings;
 mod policies;
@@ -37,6 +38,7 @@ pub use audit_keeping::{AuditKeepingStore, AuditKeyRecord};
 pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
 pub use expiry_notices::ExpiryNoticeStore;
+pub use mcp_choices::{ChoiceKey, MAX_CHOICES_PER_TOKEN, McpChoiceRecord, McpChoiceStore};
 pub use members::MemberStore;
 pub use pending_pairings::{PendingPairingRecord, PendingPairingStore};
 pub use policies::{PolicyRows, PolicyStore};
@@ -176,6 +178,7 @@ pub trait Store:
     + AuditKeepingStore
     + ExpiryNoticeStore
     + WebhookStore
+    + McpChoiceStore
     + Send
     + Sync
     + 'static
