@@ -12,24 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use latchkey_testkit::cluster::{DEADLINE, browser_on, two_replicas};
 use latchkey_testkit::mcp::text;
 use latchkey_testkit::{Action, FakeAgent, McpClient, Revision, TestServer, wait_until};
-use serde_json::{Value, json};
+use serde_json::json;
 
 async fn mcp(server: &TestServer, token: &str) -> McpClient {
-    McpClient::connect(
-        &format!("{}/mcp", server.http_base()),
-        token,
-        Revision::Stateless,
-        None,
-    )
-    .await
-    .expect("MCP client connects")
-}
-
-/// `name` answered without a tool error; its text.
-async fn works(client: &McpClient, name: &str, args: Value) -> String {
-    let answer = client.call(name, args).await.expect("answer");
-    assert_ne!(answer.is_error, Some(true), "{name}: {}", text(&answer));
-    text(&answer)
+    McpClient::to_server(server, token, Revision::Stateless)
+        .await
+        .expect("MCP client connects")
 }
 
 /// The token's open sessions, on every replica.
@@ -48,8 +36,8 @@ async fn an_mcp_caller_keeps_its_browser_and_session_on_either_replica() {
     let (on_a, on_b) = (mcp(&a, &agent.token).await, mcp(&b, &agent.token).await);
 
     // Opened through A, carried on through B: one session, one Agent Window.
-    works(&on_a, "browser_snapshot", json!({})).await;
-    works(&on_b, "browser_snapshot", json!({})).await;
+    on_a.works("browser_snapshot", json!({})).await;
+    on_b.works("browser_snapshot", json!({})).await;
     assert_eq!(browser.count("tool.session_start"), 1);
     assert_eq!(browser.count("tool.snapshot"), 2);
     let first = open_sessions(&agent).await;
@@ -57,9 +45,9 @@ async fn an_mcp_caller_keeps_its_browser_and_session_on_either_replica() {
 
     // Closed through B: A's next call opens a new session rather than
     // calling the closed one.
-    works(&on_b, "browser_close", json!({})).await;
+    on_b.works("browser_close", json!({})).await;
     assert_eq!(browser.count("tool.session_stop"), 1);
-    works(&on_a, "browser_snapshot", json!({})).await;
+    on_a.works("browser_snapshot", json!({})).await;
     assert_eq!(browser.count("tool.session_start"), 2);
     let second = open_sessions(&agent).await;
     assert_eq!(second.len(), 1, "{second:?}");
@@ -75,22 +63,15 @@ async fn an_mcp_caller_keeps_its_browser_and_session_on_either_replica() {
         "the person's Stop ends the session"
     );
     for client in [&on_b, &on_a] {
-        let after = client
-            .call("browser_snapshot", json!({}))
-            .await
-            .expect("answer");
-        assert_eq!(after.is_error, Some(true), "{}", text(&after));
-        assert!(
-            text(&after).starts_with("session_ended"),
-            "{}",
-            text(&after)
-        );
+        let refused = client.fails("browser_snapshot", json!({})).await;
+        assert!(refused.starts_with("session_ended"), "{refused}");
     }
     assert_eq!(browser.count("tool.session_start"), 2);
 
     // Picking the browser again through B goes on through A.
-    works(&on_b, "browser_select", json!({"browser_id": device})).await;
-    works(&on_a, "browser_snapshot", json!({})).await;
+    on_b.works("browser_select", json!({"browser_id": device}))
+        .await;
+    on_a.works("browser_snapshot", json!({})).await;
     assert_eq!(browser.count("tool.session_start"), 3);
     assert_eq!(open_sessions(&agent).await.len(), 1);
 }
@@ -157,8 +138,8 @@ async fn two_replicas_opening_for_one_caller_at_once_leave_one_session() {
     assert_eq!(open_sessions(&agent).await.len(), 1);
     assert_eq!(browser.count("tool.session_stop"), 1);
     // Both go on with the one left.
-    works(&on_a, "browser_tabs", json!({})).await;
-    works(&on_b, "browser_tabs", json!({})).await;
+    on_a.works("browser_tabs", json!({})).await;
+    on_b.works("browser_tabs", json!({})).await;
     assert_eq!(browser.count("tool.session_start"), 2);
     assert_eq!(open_sessions(&agent).await.len(), 1);
 }

@@ -58,7 +58,7 @@ fn mcp_url(server: &TestServer) -> String {
 }
 
 async fn client(server: &TestServer, token: &str, revision: Revision) -> McpClient {
-    McpClient::connect(&mcp_url(server), token, revision, None)
+    McpClient::to_server(server, token, revision)
         .await
         .expect("MCP client connects")
 }

@@ -6,21 +6,15 @@
 
 use std::time::Duration;
 
-use latchkey_testkit::mcp::text;
 use latchkey_testkit::{Backend, McpClient, Revision, TestServer, backend_tests, wait_until};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
 async fn mcp(server: &TestServer, token: &str) -> McpClient {
-    McpClient::connect(
-        &format!("{}/mcp", server.http_base()),
-        token,
-        Revision::Stateless,
-        None,
-    )
-    .await
-    .expect("MCP client connects")
+    McpClient::to_server(server, token, Revision::Stateless)
+        .await
+        .expect("MCP client connects")
 }
 
 backend_tests!(
@@ -33,11 +27,7 @@ backend_tests!(
             .await
             .expect("browser");
         let client = mcp(&server, &agent.token).await;
-        let first = client
-            .call("browser_snapshot", json!({}))
-            .await
-            .expect("answer");
-        assert_ne!(first.is_error, Some(true), "{}", text(&first));
+        client.works("browser_snapshot", json!({})).await;
         let session = agent.sessions().await.expect("sessions").sessions[0]
             .id
             .clone();
@@ -53,15 +43,10 @@ backend_tests!(
         // choice says why it ended.
         server.restart().await.expect("restart");
         let client = mcp(&server, &agent.token).await;
-        let after = client
-            .call("browser_snapshot", json!({}))
-            .await
-            .expect("answer");
-        assert_eq!(after.is_error, Some(true), "{}", text(&after));
+        let refused = client.fails("browser_snapshot", json!({})).await;
         assert!(
-            text(&after).starts_with("session_ended (user_stopped)"),
-            "{}",
-            text(&after)
+            refused.starts_with("session_ended (user_stopped)"),
+            "{refused}"
         );
         assert_eq!(browser.count("tool.session_start"), 1);
     }

@@ -12,10 +12,11 @@ use std::time::Duration;
 use sqlx::Connection;
 
 use latchkey_server::store::{
-    DeviceSeen, ExpiryNoticeStore, MemberStore, NewAuditEvent, NewDevice, PostgresStore,
-    SqliteStore, Store, StoreError, TenantRecord,
+    DeviceSeen, ExpiryNoticeStore, MemberStore, NewAuditEvent, NewDevice, PostgresStore, Store,
+    StoreError, TenantRecord,
 };
 use latchkey_testkit::Backend;
+use latchkey_testkit::database::{postgres_store, sqlite_store};
 use latchkey_testkit::server::ScratchDatabase;
 
 /// More devices than one statement carries (`ROWS_PER_STATEMENT` is 256).
@@ -142,23 +143,16 @@ async fn exercise(store: Arc<dyn Store>) {
 
 #[tokio::test]
 async fn activity_batches_on_sqlite() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = SqliteStore::open(dir.path(), Duration::from_secs(5))
-        .await
-        .expect("open");
-    exercise(Arc::new(store)).await;
+    let (store, _dir) = sqlite_store().await;
+    exercise(store).await;
 }
 
 #[tokio::test]
 async fn activity_batches_on_postgres() {
-    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+    let Some((store, db)) = postgres_store().await else {
         return;
     };
-    let db = ScratchDatabase::create(&admin_url).await.expect("database");
-    let store = PostgresStore::connect(&db.url, Duration::from_secs(5))
-        .await
-        .expect("connect");
-    exercise(Arc::new(store)).await;
+    exercise(store).await;
     db.drop_database().await;
 }
 

@@ -7,14 +7,11 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use latchkey_server::store::{
-    ChoiceKey, MAX_CHOICES_PER_TOKEN, McpChoiceRecord, PostgresStore, SqliteStore, Store,
-    TenantRecord,
+    ChoiceKey, MAX_CHOICES_PER_TOKEN, McpChoiceRecord, Store, TenantRecord,
 };
-use latchkey_testkit::Backend;
-use latchkey_testkit::server::ScratchDatabase;
+use latchkey_testkit::database::{postgres_store, sqlite_store};
 
 fn key<'a>(tenant_id: &'a str, token_id: &'a str, caller_key: &'a str) -> ChoiceKey<'a> {
     ChoiceKey {
@@ -166,22 +163,15 @@ async fn exercise(store: Arc<dyn Store>) {
 
 #[tokio::test]
 async fn mcp_choices_on_sqlite() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = SqliteStore::open(dir.path(), Duration::from_secs(5))
-        .await
-        .expect("open");
-    exercise(Arc::new(store)).await;
+    let (store, _dir) = sqlite_store().await;
+    exercise(store).await;
 }
 
 #[tokio::test]
 async fn mcp_choices_on_postgres() {
-    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+    let Some((store, db)) = postgres_store().await else {
         return;
     };
-    let db = ScratchDatabase::create(&admin_url).await.expect("database");
-    let store = PostgresStore::connect(&db.url, Duration::from_secs(5))
-        .await
-        .expect("connect");
-    exercise(Arc::new(store)).await;
+    exercise(store).await;
     db.drop_database().await;
 }

@@ -9,15 +9,12 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::future::join_all;
 use latchkey_server::store::token_reads::TokenReads;
-use latchkey_server::store::{
-    NewDevice, PostgresStore, SqliteStore, Store, TOKEN_BATCH, TenantRecord,
-};
+use latchkey_server::store::{NewDevice, Store, TOKEN_BATCH, TenantRecord};
 use latchkey_server::telemetry::metrics::TOKEN_READ_BATCH;
-use latchkey_testkit::server::ScratchDatabase;
+use latchkey_testkit::database::{postgres_store, sqlite_store};
 use latchkey_testkit::{Backend, TestServer, backend_tests};
 use tokio::task::unconstrained;
 
@@ -168,12 +165,7 @@ async fn coalesced(store: Arc<dyn Store>) {
 
 #[tokio::test]
 async fn token_reads_on_sqlite() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(dir.path(), Duration::from_secs(5))
-            .await
-            .expect("open"),
-    );
+    let (store, _dir) = sqlite_store().await;
     seed(store.as_ref()).await;
     batch_query(store.as_ref()).await;
     coalesced(store).await;
@@ -181,15 +173,9 @@ async fn token_reads_on_sqlite() {
 
 #[tokio::test]
 async fn token_reads_on_postgres() {
-    let Some(Backend::Postgres { admin_url }) = Backend::postgres().await else {
+    let Some((store, db)) = postgres_store().await else {
         return;
     };
-    let db = ScratchDatabase::create(&admin_url).await.expect("database");
-    let store: Arc<dyn Store> = Arc::new(
-        PostgresStore::connect(&db.url, Duration::from_secs(5))
-            .await
-            .expect("connect"),
-    );
     seed(store.as_ref()).await;
     batch_query(store.as_ref()).await;
     coalesced(store).await;

@@ -54,3 +54,38 @@ impl Database {
         }
     }
 }
+
+/// A store of a test's own on SQLite, not yet migrated; keep the directory as
+/// long as the store.
+pub async fn sqlite_store() -> (
+    std::sync::Arc<dyn latchkey_server::store::Store>,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = latchkey_server::store::SqliteStore::open(dir.path(), STORE_TIMEOUT)
+        .await
+        .expect("open");
+    (std::sync::Arc::new(store), dir)
+}
+
+/// A store of a test's own on a scratch PostgreSQL database, not yet migrated;
+/// `None` (skipped) where the machine has none and this is not CI. Drop the
+/// database when done.
+pub async fn postgres_store() -> Option<(
+    std::sync::Arc<dyn latchkey_server::store::Store>,
+    crate::ScratchDatabase,
+)> {
+    let crate::Backend::Postgres { admin_url } = crate::Backend::postgres().await? else {
+        return None;
+    };
+    let db = crate::ScratchDatabase::create(&admin_url)
+        .await
+        .expect("database");
+    let store = latchkey_server::store::PostgresStore::connect(&db.url, STORE_TIMEOUT)
+        .await
+        .expect("connect");
+    Some((std::sync::Arc::new(store), db))
+}
+
+/// The lock and connect timeout of a test's own store.
+const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

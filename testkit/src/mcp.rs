@@ -66,6 +66,16 @@ impl McpClient {
         Ok(McpClient { service })
     }
 
+    /// A client of `server`'s `/mcp` as `token`, with no session key.
+    pub async fn to_server(
+        server: &crate::TestServer,
+        token: &str,
+        revision: Revision,
+    ) -> anyhow::Result<McpClient> {
+        let url = format!("{}/mcp", server.http_base());
+        Self::connect(&url, token, revision, None).await
+    }
+
     /// The revision the two sides agreed on.
     pub fn protocol_version(&self) -> Option<String> {
         self.service
@@ -104,6 +114,28 @@ impl McpClient {
             params = params.with_arguments(map);
         }
         Ok(self.service.call_tool(params).await?)
+    }
+
+    /// Call `name`: its text, which must be an answer (no tool error).
+    pub async fn works(&self, name: &str, args: Value) -> String {
+        let answer = self.answer(name, args).await;
+        assert_ne!(answer.is_error, Some(true), "{name}: {}", text(&answer));
+        text(&answer)
+    }
+
+    /// Call `name`: its text, which must be a tool error.
+    pub async fn fails(&self, name: &str, args: Value) -> String {
+        let answer = self.answer(name, args).await;
+        assert_eq!(answer.is_error, Some(true), "{name}: {}", text(&answer));
+        text(&answer)
+    }
+
+    #[allow(clippy::panic, reason = "a test helper: no answer fails the test")]
+    async fn answer(&self, name: &str, args: Value) -> CallToolResult {
+        match self.call(name, args).await {
+            Ok(answer) => answer,
+            Err(e) => panic!("{name}: no answer: {e:#}"),
+        }
     }
 
     /// End the client.
