@@ -11,12 +11,17 @@
 //! B's agent socket: B sends the request to the session's replica
 //! (docs/cluster.md, "Sessions by id on any replica"), the path an agent takes
 //! when a load balancer does not keep it on one replica.
+//!
+//! Two more go through `/mcp` (docs/cluster.md, "MCP on any replica"): one MCP
+//! caller whose session (opened by its first call, through A) is on A, its
+//! calls sent to A and to B in turn. Through B, the caller's session is
+//! asked whether it is still open and then called, both on A over NATS.
 
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use latchkey_protocol::Frame;
-use latchkey_testkit::{AgentSocket, FakeBrowser, TestServer};
+use latchkey_testkit::{AgentSocket, FakeBrowser, McpClient, Revision, TestServer};
 use serde_json::json;
 
 use crate::cluster_revoke::replicas;
@@ -42,6 +47,26 @@ pub struct ClusterCallsReport {
     /// `routed.p50 - same.p50`.
     #[serde(default)]
     pub routed_added_p50_us: Option<i128>,
+    /// An MCP caller's calls through A, its session and the browser on A.
+    #[serde(default)]
+    pub mcp_same: Option<Summary>,
+    /// The same caller's calls through B.
+    #[serde(default)]
+    pub mcp_routed: Option<Summary>,
+    /// `mcp_routed.p50 - mcp_same.p50`.
+    #[serde(default)]
+    pub mcp_routed_added_p50_us: Option<i128>,
+}
+
+/// One MCP call (`browser_tabs`, answered by the scripted browser).
+async fn timed_mcp(client: &McpClient) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let answer = client.call("browser_tabs", json!({})).await?;
+    let took = start.elapsed();
+    if answer.is_error == Some(true) {
+        bail!("MCP call failed: {}", latchkey_testkit::mcp::text(&answer));
+    }
+    Ok(took)
 }
 
 async fn timed(socket: &mut AgentSocket, id: &str, session: &str) -> anyhow::Result<Duration> {
@@ -79,25 +104,37 @@ pub async fn run(calls: usize) -> anyhow::Result<ClusterCallsReport> {
     }
     let session_b = on_b.start_session("start").await?;
     let session_a = on_a.start_session("start").await?;
+    // Another token, so its MCP session is not one of the sockets' (the
+    // per-token session cap counts them all).
+    let mcp_token = a.new_agent().await?.token;
+    let mcp_a = McpClient::to_server(&a, &mcp_token, Revision::Stateless).await?;
+    let mcp_b = McpClient::to_server(&b, &mcp_token, Revision::Stateless).await?;
+    timed_mcp(&mcp_a).await?;
     let warmup = calls / 10 + 1;
     let (mut same, mut cross) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
     let mut routed = Vec::with_capacity(calls);
+    let (mut mcp_same, mut mcp_routed) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
     for n in 0..calls + warmup {
         let id = format!("c{n}");
         let s = timed(&mut on_a, &id, &session_a).await?;
         let c = timed(&mut on_b, &id, &session_b).await?;
         let r = timed(&mut on_b, &format!("r{n}"), &session_a).await?;
+        let on_a_mcp = timed_mcp(&mcp_a).await?;
+        let on_b_mcp = timed_mcp(&mcp_b).await?;
         if n >= warmup {
             same.push(s);
             cross.push(c);
             routed.push(r);
+            mcp_same.push(on_a_mcp);
+            mcp_routed.push(on_b_mcp);
         }
     }
-    drop((on_a, on_b));
+    drop((on_a, on_b, mcp_a, mcp_b));
     b.stop().await;
     a.stop().await;
     drop(nats);
     let (same, cross, routed) = (summarize(same), summarize(cross), summarize(routed));
+    let (mcp_same, mcp_routed) = (summarize(mcp_same), summarize(mcp_routed));
     let diff = |x: u128, y: u128| {
         i128::try_from(x).unwrap_or(i128::MAX) - i128::try_from(y).unwrap_or(i128::MAX)
     };
@@ -109,6 +146,9 @@ pub async fn run(calls: usize) -> anyhow::Result<ClusterCallsReport> {
         added_p99_us: diff(cross.p99_us, same.p99_us),
         routed_added_p50_us: Some(diff(routed.p50_us, same.p50_us)),
         routed: Some(routed),
+        mcp_routed_added_p50_us: Some(diff(mcp_routed.p50_us, mcp_same.p50_us)),
+        mcp_same: Some(mcp_same),
+        mcp_routed: Some(mcp_routed),
         same,
         cross,
     })
@@ -119,6 +159,10 @@ pub fn print(r: &ClusterCallsReport) {
     let mut rows = vec![("same replica", &r.same), ("other replica", &r.cross)];
     if let Some(routed) = &r.routed {
         rows.push(("session routed", routed));
+    }
+    if let (Some(same), Some(routed)) = (&r.mcp_same, &r.mcp_routed) {
+        rows.push(("MCP on A", same));
+        rows.push(("MCP on B", routed));
     }
     for (what, s) in rows {
         println!(
@@ -137,5 +181,8 @@ pub fn print(r: &ClusterCallsReport) {
     );
     if let Some(added) = r.routed_added_p50_us {
         println!("added by routing to the session's replica: p50 {added} µs");
+    }
+    if let Some(added) = r.mcp_routed_added_p50_us {
+        println!("added to an MCP call by another replica: p50 {added} µs");
     }
 }

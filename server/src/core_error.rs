@@ -73,6 +73,10 @@ pub enum CoreError {
     /// (docs/cluster.md, "Sessions by id on any replica"): that replica mapped
     /// its own condition once, here it is passed on unchanged.
     Replica(ErrorBody),
+    /// The session's replica refused a request before it reached the session
+    /// (not open, or not the asker's): nothing ran. Answered as that replica's
+    /// body, like [`CoreError::Replica`].
+    Unserved(ErrorBody),
     /// A policy refused the start or the call (docs/policy.md).
     Policy(PolicyDenial),
 }
@@ -143,7 +147,9 @@ impl CoreError {
             CoreError::Token(TokenEnd::Revoked) => ErrorCode::TokenRevoked,
             CoreError::Token(TokenEnd::Expired) => ErrorCode::TokenExpired,
             CoreError::Internal(_) => ErrorCode::Internal,
-            CoreError::Browser(body) | CoreError::Replica(body) => body.code,
+            CoreError::Browser(body) | CoreError::Replica(body) | CoreError::Unserved(body) => {
+                body.code
+            }
             CoreError::Policy(_) => ErrorCode::PermissionDenied,
         }
     }
@@ -169,7 +175,9 @@ impl CoreError {
         let code = self.code();
         let reason = self.reason();
         let (message, data): (String, Option<serde_json::Value>) = match self {
-            CoreError::Browser(body) | CoreError::Replica(body) => return body,
+            CoreError::Browser(body) | CoreError::Replica(body) | CoreError::Unserved(body) => {
+                return body;
+            }
             CoreError::Token(end) => return end.error(),
             CoreError::SessionNotFound => {
                 ("session not registered or already stopped".into(), None)

@@ -2,7 +2,8 @@
 //! docs/cluster.md, "MCP on any replica"): an MCP caller whose requests land on
 //! either of two replicas, with no sticky load balancer, keeps one browser and
 //! one session; a choice made or ended through one replica holds on the other;
-//! two replicas opening for one caller at once leave one session open.
+//! a call to a session that ended elsewhere opens a new one in its place; two
+//! replicas opening for one caller at once leave one session open.
 
 #![allow(clippy::expect_used, clippy::panic)]
 
@@ -73,6 +74,19 @@ async fn an_mcp_caller_keeps_its_browser_and_session_on_either_replica() {
         .await;
     on_a.works("browser_snapshot", json!({})).await;
     assert_eq!(browser.count("tool.session_start"), 3);
+    assert_eq!(open_sessions(&agent).await.len(), 1);
+
+    // That session (on B) closed through B: A's next call is refused by B
+    // before it reaches the ended session, and A opens a new one in its
+    // place, without an error and without the call running twice.
+    on_b.works("browser_close", json!({})).await;
+    let snapshots = browser.count("tool.snapshot");
+    on_a.works("browser_snapshot", json!({})).await;
+    assert_eq!(browser.count("tool.session_start"), 4);
+    assert_eq!(browser.count("tool.snapshot"), snapshots + 1);
+    // B's copy names the closed session: it finds the new one.
+    on_b.works("browser_snapshot", json!({})).await;
+    assert_eq!(browser.count("tool.session_start"), 4);
     assert_eq!(open_sessions(&agent).await.len(), 1);
 }
 

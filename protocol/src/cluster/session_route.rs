@@ -97,6 +97,13 @@ pub struct SessionReply<'a> {
     /// The error, as that replica's surface would have answered it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// Set with `error` when the request never reached the session (it was
+    /// not open, or not the asker's, when the request came): nothing ran, so
+    /// the asker may act as if it had looked first (an MCP caller's next
+    /// session is opened in its place). Absent from older replicas' answers,
+    /// which are then taken as served.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unserved: bool,
 }
 
 impl SessionReply<'_> {
@@ -107,9 +114,20 @@ impl SessionReply<'_> {
 
     /// The JSON text of an error answer.
     pub fn error_text(error: ErrorBody) -> String {
+        Self::error_json(error, false)
+    }
+
+    /// The JSON text of an error answer for a request that never reached the
+    /// session ([`SessionReply::unserved`]).
+    pub fn unserved_text(error: ErrorBody) -> String {
+        Self::error_json(error, true)
+    }
+
+    fn error_json(error: ErrorBody, unserved: bool) -> String {
         serde_json::to_string(&SessionReply {
             ok: None,
             error: Some(error),
+            unserved,
         })
         .unwrap_or_else(|_| r#"{"error":{"code":"internal","message":"unencodable"}}"#.into())
     }
@@ -118,6 +136,20 @@ impl SessionReply<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unserved_refusal_says_so_and_an_older_answer_reads_as_served() {
+        let body = || ErrorBody::new(crate::ErrorCode::NotFound, "gone");
+        let text = SessionReply::unserved_text(body());
+        let unserved: SessionReply = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(unserved.unserved);
+        let served = SessionReply::error_text(body());
+        assert!(!served.contains("unserved"), "{served}");
+        let older: SessionReply =
+            serde_json::from_str(r#"{"error":{"code":"not_found","message":"gone"}}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!older.unserved);
+    }
 
     #[test]
     fn only_a_session_ids_shape_reaches_a_subject() {

@@ -129,6 +129,11 @@ impl Peers {
         match serde_json::from_slice::<SessionReply>(&message.payload) {
             Ok(SessionReply { ok: Some(raw), .. }) => Ok(raw.to_owned()),
             Ok(SessionReply {
+                error: Some(body),
+                unserved: true,
+                ..
+            }) => Err(CoreError::Unserved(body)),
+            Ok(SessionReply {
                 error: Some(body), ..
             }) => Err(CoreError::Replica(body)),
             _ => Err(CoreError::Internal("a replica's answer does not parse")),

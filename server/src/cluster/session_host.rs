@@ -196,7 +196,8 @@ fn on_request(
     lock(&in_flight).insert(request.request_id.clone(), cancel.clone());
     tokio::spawn(async move {
         let answer = match target {
-            Err(e) => SessionReply::error_text(e.into_body()),
+            // Refused before it reached the session: nothing ran.
+            Err(e) => SessionReply::unserved_text(e.into_body()),
             Ok(session) => tokio::select! {
                 answer = run(&core, &session, request.asker.owner_token_id.is_none(), request.op) => answer,
                 // Dropping the call is what the agent going away does locally:

@@ -24,7 +24,9 @@ use latchkey_protocol::agent::{StartSessionRequest, StopSessionResult};
 use crate::auth::principal::Principal;
 use crate::core::Core;
 use crate::core_error::CoreError;
-use crate::sessions::routed::{self, Scope, Standing};
+use crate::devices::link::RawResult;
+use crate::sessions::calls::ToolCall;
+use crate::sessions::routed::{self, IfOpen, Scope, Standing};
 use crate::sessions::start_stop;
 use crate::sessions::table::Session;
 use crate::store::{ChoiceKey, McpChoiceRecord};
@@ -167,50 +169,32 @@ impl Choices {
         slot
     }
 
-    /// The caller's session, opened on its browser if none is open.
-    pub async fn session(
+    /// Run `call` on the caller's session, opening one first if none is open.
+    pub async fn call(
         &self,
         core: &Core,
         p: &Principal,
         caller: &Caller,
-    ) -> Result<Chosen, CoreError> {
+        call: ToolCall,
+    ) -> Result<RawResult, CoreError> {
         let slot = self.slot(caller);
-        let mut choice = slot.lock().await;
-        if let Some(chosen) = choice.chosen()
-            && routed::standing(core, p, &chosen.session_id).await? == Standing::Open
-        {
-            return Ok(chosen);
-        }
-        for _ in 0..ROUNDS {
-            reload(core, caller, &mut choice).await?;
-            if let Some(reason) = choice.halted {
-                return Err(CoreError::SessionEnded(reason));
-            }
-            if let Some(chosen) = choice.chosen() {
-                match routed::standing(core, p, &chosen.session_id).await? {
-                    Standing::Open => return Ok(chosen),
-                    // Ended by a decision whose record was not written (its
-                    // replica was killed first): written now.
-                    Standing::Ended(reason) if !reopens(reason) => {
-                        let next = Choice {
-                            session_id: None,
-                            halted: Some(reason),
-                            ..choice.clone()
-                        };
-                        if write(core, caller, &mut choice, next).await? {
-                            return Err(CoreError::SessionEnded(reason));
-                        }
-                        continue;
-                    }
-                    Standing::Ended(_) | Standing::Gone => {}
-                }
-            }
-            let device_id = choice.device_id.clone();
-            if let Some(chosen) = open(core, p, caller, &mut choice, device_id, None).await? {
-                return Ok(chosen);
-            }
-        }
-        Err(contended())
+        // The copy, read and let go: one caller's calls are not queued behind
+        // each other (a second meets `session_busy`, as on the REST API).
+        let copy = slot.lock().await.chosen();
+        let (call, seen) = match copy {
+            // Sent only if the session is open when it gets there: no round
+            // trip to ask first, and nothing ran when it was not.
+            Some(chosen) => match routed::call_if_open(core, p, &chosen.session_id, call).await {
+                IfOpen::Ran(answer) => return answer,
+                IfOpen::NotOpen(standing, call) => (call, Some((chosen.session_id, standing))),
+            },
+            None => (call, None),
+        };
+        let chosen = {
+            let mut choice = slot.lock().await;
+            settle(core, p, caller, &mut choice, seen).await?
+        };
+        routed::call(core, p, &chosen.session_id, call).await
     }
 
     /// Pick `device_id`: the session on another browser ends, one opens on this.
@@ -270,6 +254,53 @@ impl Choices {
         write(core, caller, &mut choice, next).await?;
         stopped.map(Some)
     }
+}
+
+/// The caller's open session as the store has it, after a copy that named
+/// none open: an open one is kept, one ended by a decision halts the caller,
+/// otherwise one is opened on its browser. `seen`: a session already found
+/// not open, and how, so it is not asked about again.
+async fn settle(
+    core: &Core,
+    p: &Principal,
+    caller: &Caller,
+    choice: &mut Choice,
+    mut seen: Option<(String, Standing)>,
+) -> Result<Chosen, CoreError> {
+    for _ in 0..ROUNDS {
+        reload(core, caller, choice).await?;
+        if let Some(reason) = choice.halted {
+            return Err(CoreError::SessionEnded(reason));
+        }
+        if let Some(chosen) = choice.chosen() {
+            let standing = match seen.take() {
+                Some((id, standing)) if id == chosen.session_id => standing,
+                _ => routed::standing(core, p, &chosen.session_id).await?,
+            };
+            match standing {
+                Standing::Open => return Ok(chosen),
+                // Ended by a decision whose record its replica could not
+                // write (the store away at the end): written now.
+                Standing::Ended(reason) if !reopens(reason) => {
+                    let next = Choice {
+                        session_id: None,
+                        halted: Some(reason),
+                        ..choice.clone()
+                    };
+                    if write(core, caller, choice, next).await? {
+                        return Err(CoreError::SessionEnded(reason));
+                    }
+                    continue;
+                }
+                Standing::Ended(_) | Standing::Gone => {}
+            }
+        }
+        let device_id = choice.device_id.clone();
+        if let Some(chosen) = open(core, p, caller, choice, device_id, None).await? {
+            return Ok(chosen);
+        }
+    }
+    Err(contended())
 }
 
 /// The caller's choice as the store has it.

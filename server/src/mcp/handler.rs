@@ -24,7 +24,6 @@ use crate::app::AppState;
 use crate::auth::principal::Principal;
 use crate::core_error::CoreError;
 use crate::sessions::calls::ToolCall;
-use crate::sessions::routed;
 
 /// One per node, cloned into every request's service.
 #[derive(Clone)]
@@ -112,10 +111,7 @@ impl LatchkeyMcp {
             timeout_ms: None,
             limit: p.delegation.as_ref().map(|d| d.limit.clone()),
         };
-        let work = async {
-            let chosen = self.choices.session(core, p, caller).await?;
-            routed::call(core, p, &chosen.session_id, call).await
-        };
+        let work = self.choices.call(core, p, caller, call);
         // A client's `notifications/cancelled`, or its request going away, drops
         // the call: the pipeline cancels it on the browser (docs/protocol.md,
         // "Cancellation").

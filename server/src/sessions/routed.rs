@@ -116,26 +116,77 @@ pub async fn call(
     id: &str,
     call: ToolCall,
 ) -> Result<RawResult, CoreError> {
-    let scope = Scope::Agent(caller);
-    match find(core, scope, id)? {
+    match find(core, Scope::Agent(caller), id)? {
         Found::Here(session) => calls::call(core, &session, call).await,
-        Found::Elsewhere => {
-            // Checked here too, so a bad call is refused without a round trip.
-            let wait = calls::deadline(&call)?
-                + Duration::from_millis(CONSENT_TIMEOUT_MS + 2 * CANCEL_GRACE_MS);
-            let op = SessionOp::Call {
-                method: call.method,
-                params: call.params,
-                timeout_ms: call.timeout_ms,
-                limit: call.limit.map(|l| Box::new((*l).clone())),
-            };
-            let raw = core
-                .peers
-                .ask_session(scope.asker(id), id, op, wait + RELAY_SLACK)
-                .await?;
-            Ok(RawResult::Owned(raw))
-        }
+        Found::Elsewhere => call_elsewhere(core, caller, id, call).await,
     }
+}
+
+/// What became of a call sent only to an open session.
+pub enum IfOpen {
+    /// The session was open and took the call: its answer.
+    Ran(Result<RawResult, CoreError>),
+    /// The session was not open when the call came; nothing ran. The call is
+    /// given back.
+    NotOpen(Standing, ToolCall),
+}
+
+/// Run `call` on session `id` only if it is open when the call reaches it,
+/// here or on its replica: what a surface that keeps a session for its caller
+/// (MCP) does, so that it opens another in its place without ever resending a
+/// call that ran, and without asking first.
+pub async fn call_if_open(core: &Core, caller: &Principal, id: &str, call: ToolCall) -> IfOpen {
+    let found = match find(core, Scope::Agent(caller), id) {
+        Ok(found) => found,
+        Err(e) => {
+            return match standing_of(Err(e)) {
+                Ok(standing) => IfOpen::NotOpen(standing, call),
+                Err(e) => IfOpen::Ran(Err(e)),
+            };
+        }
+    };
+    match found {
+        Found::Here(session) => match local_standing(&session) {
+            Standing::Open => IfOpen::Ran(calls::call(core, &session, call).await),
+            standing => IfOpen::NotOpen(standing, call),
+        },
+        Found::Elsewhere => match call_elsewhere(core, caller, id, call.clone()).await {
+            // Refused before it reached the session, or nobody has it.
+            Err(e @ (CoreError::Unserved(_) | CoreError::SessionNotFound)) => {
+                match standing_of(Err(e)) {
+                    Ok(Standing::Open) => IfOpen::Ran(Err(CoreError::Internal(
+                        "a replica refused a call to an open session",
+                    ))),
+                    Ok(standing) => IfOpen::NotOpen(standing, call),
+                    Err(e) => IfOpen::Ran(Err(e)),
+                }
+            }
+            answer => IfOpen::Ran(answer),
+        },
+    }
+}
+
+/// `call` on the replica session `id` lives on.
+async fn call_elsewhere(
+    core: &Core,
+    caller: &Principal,
+    id: &str,
+    call: ToolCall,
+) -> Result<RawResult, CoreError> {
+    // Checked here too, so a bad call is refused without a round trip.
+    let wait =
+        calls::deadline(&call)? + Duration::from_millis(CONSENT_TIMEOUT_MS + 2 * CANCEL_GRACE_MS);
+    let op = SessionOp::Call {
+        method: call.method,
+        params: call.params,
+        timeout_ms: call.timeout_ms,
+        limit: call.limit.map(|l| Box::new((*l).clone())),
+    };
+    let raw = core
+        .peers
+        .ask_session(Scope::Agent(caller).asker(id), id, op, wait + RELAY_SLACK)
+        .await?;
+    Ok(RawResult::Owned(raw))
 }
 
 /// Stop session `id`: an agent's own stop, or an admin's.
@@ -179,22 +230,31 @@ pub enum Standing {
 pub async fn standing(core: &Core, caller: &Principal, id: &str) -> Result<Standing, CoreError> {
     let scope = Scope::Agent(caller);
     let answer = match find(core, scope, id) {
-        Ok(Found::Here(session)) => {
-            return Ok(match session.end_reason() {
-                None if !session.is_ended() => Standing::Open,
-                Some(reason) => Standing::Ended(reason),
-                None => Standing::Gone,
-            });
-        }
+        Ok(Found::Here(session)) => return Ok(local_standing(&session)),
         Ok(Found::Elsewhere) => core.peers.watch_session(scope.asker(id), id).await,
         Err(e) => Err(e),
     };
+    standing_of(answer)
+}
+
+fn local_standing(session: &Session) -> Standing {
+    match session.end_reason() {
+        None if !session.is_ended() => Standing::Open,
+        Some(reason) => Standing::Ended(reason),
+        None => Standing::Gone,
+    }
+}
+
+/// A session's standing from the answer to a request for it: `Ok` is open; a
+/// refusal that says it ended or is unknown says so; anything else is an
+/// error of its own.
+fn standing_of(answer: Result<(), CoreError>) -> Result<Standing, CoreError> {
     match answer {
         Ok(()) => Ok(Standing::Open),
         Err(CoreError::SessionEnded(reason)) => Ok(Standing::Ended(reason)),
         Err(CoreError::SessionNotFound) => Ok(Standing::Gone),
         // The session's replica mapped its condition to a body; read it back.
-        Err(CoreError::Replica(body)) => match body.code {
+        Err(CoreError::Replica(body) | CoreError::Unserved(body)) => match body.code {
             ErrorCode::SessionEnded => Ok(body
                 .data
                 .as_ref()
