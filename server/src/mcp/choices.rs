@@ -382,16 +382,12 @@ async fn open(
 /// Stop the caller's session `id`; one that ended meanwhile is as good.
 async fn stop(core: &Core, p: &Principal, id: &str) -> Result<(), CoreError> {
     match routed::stop(core, Scope::Agent(p), id).await {
-        Ok(_) | Err(CoreError::SessionEnded(_) | CoreError::SessionNotFound) => Ok(()),
-        Err(CoreError::Replica(body))
-            if matches!(
-                body.code,
-                latchkey_protocol::ErrorCode::SessionEnded | latchkey_protocol::ErrorCode::NotFound
-            ) =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(e),
+        Ok(_) => Ok(()),
+        // Ended or unknown, here or as its replica answered (served or not).
+        Err(e) => match routed::standing_of(Err(e)) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        },
     }
 }
 

@@ -225,8 +225,8 @@ pub enum Standing {
 }
 
 /// Whether session `id` is still open, here or on its replica, without acting
-/// on it: what a surface that keeps a session for its caller (MCP) checks
-/// before it sends a call, so that it never resends one a session ended under.
+/// on it: what a surface that keeps a session for its caller (MCP) asks when
+/// it has no call to send ([`call_if_open`] needs no question first).
 pub async fn standing(core: &Core, caller: &Principal, id: &str) -> Result<Standing, CoreError> {
     let scope = Scope::Agent(caller);
     let answer = match find(core, scope, id) {
@@ -248,7 +248,7 @@ fn local_standing(session: &Session) -> Standing {
 /// A session's standing from the answer to a request for it: `Ok` is open; a
 /// refusal that says it ended or is unknown says so; anything else is an
 /// error of its own.
-fn standing_of(answer: Result<(), CoreError>) -> Result<Standing, CoreError> {
+pub fn standing_of(answer: Result<(), CoreError>) -> Result<Standing, CoreError> {
     match answer {
         Ok(()) => Ok(Standing::Open),
         Err(CoreError::SessionEnded(reason)) => Ok(Standing::Ended(reason)),
