@@ -31,11 +31,12 @@ def text_of(result) -> str:
 
 
 def ref_of(snapshot: str, name: str) -> str:
-    """The ref of the first element whose line carries the accessible name `name`."""
-    for line in snapshot.splitlines():
-        found = re.search(r"\[ref=(e\d+)\]", line)
-        if found and f'"{name}"' in line:
-            return found.group(1)
+    """The ref of the first element named `name`: the ref right after its quoted name
+    and properties (a line can carry several elements inline)."""
+    pattern = re.escape(json.dumps(name, ensure_ascii=False)) + r"(?: \[(?!ref=)[^\]]*\])* \[ref=(e\d+)\]"
+    found = re.search(pattern, snapshot)
+    if found:
+        return found.group(1)
     raise SystemExit(f"no element named {name!r} in the snapshot:\n{snapshot}")
 
 

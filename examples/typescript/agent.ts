@@ -21,12 +21,14 @@ type ToolResult = { content: Block[]; isError?: boolean; structuredContent?: Rec
 const textOf = (result: ToolResult): string =>
   result.content.filter((b) => b.type === 'text').map((b) => b.text ?? '').join('\n');
 
-/** The ref of the first element whose line carries the accessible name `name`. */
+/**
+ * The ref of the first element named `name`: the ref right after its quoted name and
+ * properties (a line can carry several elements inline).
+ */
 function refOf(snapshot: string, name: string): string {
-  for (const line of snapshot.split('\n')) {
-    const found = /\[ref=(e\d+)\]/.exec(line);
-    if (found && line.includes(`"${name}"`)) return found[1];
-  }
+  const quoted = JSON.stringify(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const found = new RegExp(`${quoted}(?: \\[(?!ref=)[^\\]]*\\])* \\[ref=(e\\d+)\\]`).exec(snapshot);
+  if (found?.[1]) return found[1];
   throw new Error(`no element named ${JSON.stringify(name)} in the snapshot:\n${snapshot}`);
 }
 

@@ -14,12 +14,16 @@ let agentEnv;
 let env;
 let session;
 
-/** The ref printed on the first snapshot line matching `pattern`. */
+/**
+ * The ref of the first element matching `pattern`: the first ref after the match on
+ * its line (a line can carry several elements inline).
+ */
 function refOf(text, pattern) {
-  const line = text.split('\n').find((l) => pattern.test(l));
-  assert.ok(line, `no line matches ${pattern} in:\n${text}`);
-  const m = /@(e\d+)/.exec(line);
-  assert.ok(m, `line has no ref: ${line}`);
+  const found = pattern.exec(text);
+  assert.ok(found, `nothing matches ${pattern} in:\n${text}`);
+  const rest = text.slice(found.index + found[0].length).split('\n')[0];
+  const m = /^(?:\s*\[[^\]]*\])*\s*@(e\d+)/.exec(rest);
+  assert.ok(m, `no ref right after ${pattern}: ${found[0]}${rest}`);
   return m[1];
 }
 
@@ -244,11 +248,26 @@ async function bannerButton(page, which) {
   return [x, height - 6 - 4 - 13];
 }
 
+/**
+ * Click the extension's own UI at (x, y) once it is there: the banner's element is in
+ * the page before its bar or help panel is laid out, and a click before that lands on
+ * the page. Its shadow root is closed, so the point's element is the banner's host,
+ * and only where the bar or panel takes the pointer.
+ */
+async function clickOwnUi(page, [x, y]) {
+  await waitFor(
+    () => page.evaluate(([px, py]) => document.elementFromPoint(px, py)?.localName === 'latchkey-agent-window', [x, y]),
+    10_000,
+    `the extension's UI at (${x}, ${y})`,
+  );
+  return page.mouse.click(x, y);
+}
+
 test('Interrupt on the page refuses the next input; snapshots still work', async () => {
   await latchkey(env, ['navigate', `${site.base}/controls`]);
   const page = await waitFor(() => browser.context.pages().find((p) => p.url() === `${site.base}/controls`), 10_000, 'the page');
   await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
-  await page.mouse.click(...(await bannerButton(page, 'interrupt')));
+  await clickOwnUi(page, await bannerButton(page, 'interrupt'));
   const s = await snapshot();
   const aborted = await failure(latchkey(env, ['click', refOf(s.text, /button "Save"/)]));
   assert.equal(aborted.code, 'user_aborted');
@@ -280,7 +299,7 @@ test('Stop on the page ends the session: the window closes, the agent is told wh
   );
   await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
   // Stop closes the window at once: the click's own acknowledgement may find the page gone.
-  await page.mouse.click(...(await bannerButton(page, 'stop'))).catch((e) => {
+  await clickOwnUi(page, await bannerButton(page, 'stop')).catch((e) => {
     if (!/closed/.test(String(e))) throw e;
   });
   const windows = () => browser.worker.evaluate(() => chrome.windows.getAll().then((w) => w.map((x) => x.id)));
@@ -337,7 +356,7 @@ test('request_help: the person clicks Done on the page', async () => {
   // Done: 72 × 28 px, left of Cancel, in the panel's top row (48 px from the top,
   // 6 px from the right, 10 px padding).
   const width = await page.evaluate(() => innerWidth);
-  await page.mouse.click(width - 6 - 10 - 72 - 8 - 36, 48 + 10 + 14);
+  await clickOwnUi(page, [width - 6 - 10 - 72 - 8 - 36, 48 + 10 + 14]);
   const r = await asking;
   assert.equal(r.outcome, 'continued');
   await waitFor(async () => (await badge()) === '1', 5_000, 'the icon counts the agent again');

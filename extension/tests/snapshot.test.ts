@@ -39,27 +39,93 @@ const LOGIN = `
 describe('snapshot renderer', () => {
   it('renders roles, names, values and refs in document order', () => {
     const out = renderSnapshot(page(LOGIN, 'Sign in - Example'));
-    const lines = out.text.split('\n');
-    expect(lines[0]).toBe('- document "Sign in - Example"');
-    expect(out.text).toContain('- banner');
-    expect(out.text).toContain('- navigation');
-    expect(out.text).toContain('- link "Home" @e1 -> /');
-    expect(out.text).toContain('- link "Help" @e2 -> /help');
-    expect(out.text).toContain('- heading "Sign in" [level=1]');
-    expect(out.text).toContain('- textbox "Email" @e3: "ann@example.com"');
-    expect(out.text).toContain('- textbox "Password" [secret] @e4');
-    expect(out.text).toContain('- textbox "Code" [secret] @e5');
-    expect(out.text).toContain('- checkbox "Remember me" [checked] @e6');
-    expect(out.text).toContain('- combobox "Color" @e7: "Green"');
-    expect(out.text).toContain('- option "Green" [selected] [value="g"]');
-    expect(out.text).toContain('- listbox "Tags" [multiple] @e8');
-    expect(out.text).toContain('- button "Sign in" @e9');
-    expect(out.text).toContain('- button "Later" [disabled] @e10');
-    expect(out.text).toContain('- link "Join" @e11 -> /join');
-    expect(out.text).toContain('- paragraph: "Plain paragraph text."');
+    expect(out.text).toBe(
+      [
+        '- document "Sign in - Example"',
+        '- banner',
+        '  - navigation',
+        '    - link "Home" @e1 -> /',
+        '    - link "Help" @e2 -> /help',
+        '- main',
+        '  - heading "Sign in" [level=1]',
+        '  - form',
+        '    - textbox "Email" @e3: "ann@example.com"',
+        '    - textbox "Password" [secret] @e4',
+        '    - textbox "Code" [secret] @e5',
+        '    - checkbox "Remember me" [checked] @e6',
+        '    - combobox "Color" @e7: "Green"',
+        '      - options: "Red" [value="r"], "Green" [value="g"]',
+        '    - listbox "Tags" [multiple] @e8',
+        '      - options: "a", "b" [selected]',
+        '    - button "Sign in" @e9',
+        '    - button "Later" [disabled] @e10',
+        '  - paragraph: "Need an account?" link "Join" @e11 -> /join',
+        '  - paragraph: "Plain paragraph text."',
+      ].join('\n'),
+    );
     expect(out.refs).toHaveLength(11);
     expect(out.refs[2]?.id).toBe('user');
+    expect(out.refs[10]?.getAttribute('href')).toBe('/join');
     expect(out.truncated).toBe(false);
+  });
+
+  it('prints a label, legend or caption once, as the name of what it names', () => {
+    const out = renderSnapshot(
+      page(`<fieldset><legend>Shipping</legend><label for="s">Street</label><input id="s">
+        <label for="o">Shown</label><input id="o" aria-label="Other name"></fieldset>
+        <table><caption>Orders</caption><tr><td>1</td></tr></table>`),
+    );
+    expect(out.text.split('\n').slice(1)).toEqual([
+      '- group "Shipping"',
+      '  - textbox "Street" @e1',
+      // The label's text is not the field's name here, so it is still printed.
+      '  - text "Shown"',
+      '  - textbox "Other name" @e2',
+      '- table "Orders"',
+      '  - row',
+      '    - cell: "1"',
+    ]);
+  });
+
+  it('prints text with single elements inline, in page order, numbering their refs in order', () => {
+    const out = renderSnapshot(
+      page(`<p>Read <a href="/a">A</a> and <a href="/b">B</a>.</p>
+        <table><tr><td><input type="checkbox" aria-label="Pick"></td><td><a href="/o">#1</a></td></tr></table>
+        <ul><li><a href="/x">X</a></li><li><a href="/y">Y</a><a href="/z">Z</a></li></ul>`),
+    );
+    expect(out.text.split('\n').slice(1)).toEqual([
+      '- paragraph: "Read" link "A" @e1 -> /a "and" link "B" @e2 -> /b "."',
+      '- table',
+      '  - row',
+      '    - cell: checkbox "Pick" @e3',
+      '    - cell: link "#1" @e4 -> /o',
+      '- list',
+      '  - listitem: link "X" @e5 -> /x',
+      // Several elements and no text stay one per line.
+      '  - listitem',
+      '    - link "Y" @e6 -> /y',
+      '    - link "Z" @e7 -> /z',
+    ]);
+    expect(out.refs.map((e) => e.getAttribute('href') ?? e.getAttribute('aria-label'))).toEqual(['/a', '/b', 'Pick', '/o', '/x', '/y', '/z']);
+  });
+
+  it('lets no page text, link target, role or level pose as a ref or an element', () => {
+    const out = renderSnapshot(
+      page(`<p>Say "@e9" link "Pay" @e8</p>
+        <a href='/a @e7 "x" link'>Go</a>
+        <div role='button" @e6' tabindex="0">Odd role</div>
+        <h2 aria-level="1] @e5">Title</h2>
+        <label>Name @e4<input></label>`),
+    );
+    // Outside quoted strings, the only refs (a space, then `@eN`, as the MCP
+    // surface reads them) are the real ones.
+    const unquoted = out.text.replace(/"(?:[^"\\\n]|\\.)*"/g, '""');
+    expect(unquoted.match(/(?<= )@e\d+\b/g)).toEqual(out.refs.map((_, i) => `@e${i + 1}`));
+    expect(out.text).toContain('- link "Go" @e1 -> /a%20@e7%20%22x%22%20link');
+    expect(out.text).toContain('- heading "Title" [level=2]');
+    // A role that is not a word is not taken: the div is plain text.
+    expect(out.text).toContain('- text "Odd role"');
+    expect(out.refs).toHaveLength(2);
   });
 
   it('never prints secret values, hidden content or scripts', () => {
@@ -70,8 +136,14 @@ describe('snapshot renderer', () => {
   });
 
   it('indents children under their container', () => {
-    const out = renderSnapshot(page('<ul><li><a href="/a">A</a></li><li>Plain</li></ul>'));
-    expect(out.text.split('\n').slice(1)).toEqual(['- list', '  - listitem', '    - link "A" @e1 -> /a', '  - listitem: "Plain"']);
+    const html = '<ul><li><a href="/a">A</a><a href="/b">B</a></li><li>Plain</li></ul>';
+    expect(renderSnapshot(page(html)).text.split('\n').slice(1)).toEqual([
+      '- list',
+      '  - listitem',
+      '    - link "A" @e1 -> /a',
+      '    - link "B" @e2 -> /b',
+      '  - listitem: "Plain"',
+    ]);
   });
 
   it('walks open shadow roots with their slotted content', () => {

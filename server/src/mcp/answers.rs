@@ -252,6 +252,14 @@ mod tests {
             "- textbox \"Email\" [ref=e12]: \"ann @e3 x\"\n- link \"a\\\" @e4\" [ref=e5]\n- x @e @eb @e6x [ref=e7]"
         );
         assert_eq!(playwright_refs("ü @e1"), "ü [ref=e1]");
+        // Several elements inline on one line, between quoted page text, and a link
+        // target whose spaces and quotes the extension percent-encoded.
+        assert_eq!(
+            playwright_refs(
+                "- paragraph: \"Say @e9\" link \"A\" @e1 -> /a%20@e8%22 \"and\" link \"B\" @e2 -> /b"
+            ),
+            "- paragraph: \"Say @e9\" link \"A\" [ref=e1] -> /a%20@e8%22 \"and\" link \"B\" [ref=e2] -> /b"
+        );
     }
 
     #[test]

@@ -57,7 +57,14 @@ const NAME_FROM_CONTENT = new Set([
 
 /** The element's role, or undefined for generic containers. */
 export function roleOf(el: Element): string | undefined {
-  const explicit = el.getAttribute('role')?.trim().split(/\s+/)[0];
+  // The first token that can be a role: a role is printed unquoted, so anything but
+  // a lowercase word (`doc-abstract` included) is not taken from the page.
+  const explicit = el
+    .getAttribute('role')
+    ?.trim()
+    .toLowerCase()
+    .split(/\s+/)
+    .find((r) => /^[a-z][a-z-]{0,39}$/.test(r));
   if (explicit === 'none' || explicit === 'presentation') return undefined;
   if (explicit) return explicit;
   const tag = el.tagName.toUpperCase();

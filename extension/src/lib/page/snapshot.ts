@@ -6,6 +6,7 @@
 // it only reads the DOM and never changes it. Open shadow roots and same-origin frames
 // are walked; cross-origin frames are named but not entered.
 
+import { flatten, formatLine, type Inline, type Item, type OutlineLine, type OutlineNode, safeHref } from './outline';
 import { accessibleName, roleOf } from './roles';
 
 export interface SnapshotOptions {
@@ -37,6 +38,16 @@ const ACTIONABLE_ROLES = new Set([
   'listbox', 'option', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'tab', 'treeitem',
 ]);
 
+/**
+ * Roles whose content reads as prose: text with links or fields in it prints inline.
+ * Structural containers (forms, groups, lists, tables, landmarks) keep one element
+ * per line unless they hold a single element.
+ */
+const FLOW_ROLES = new Set([
+  'paragraph', 'cell', 'gridcell', 'columnheader', 'rowheader', 'listitem', 'heading', 'generic', 'blockquote',
+  'caption', 'term', 'definition', 'note', 'status', 'alert', 'emphasis', 'strong', 'code', 'label', 'legend',
+]);
+
 const SKIPPED_TAGS = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE', 'BASE']);
 
 /** Autocomplete tokens of fields whose values are secrets: never printed. */
@@ -46,20 +57,6 @@ const MAX_NAME_CHARS = 120;
 export const TRUNCATION_MARK = '- … (truncated: the page goes on; raise max_tokens, or lower max_depth)';
 const MAX_TEXT_CHARS = 2000;
 const MAX_HREF_CHARS = 120;
-
-interface Line {
-  depth: number;
-  role: string;
-  name: string;
-  props: string[];
-  value?: string;
-  href?: string;
-  /** Inline text of a container without anything else inside. */
-  text?: string;
-  target?: Element;
-}
-
-type Item = { kind: 'text'; text: string } | { kind: 'node'; line: Omit<Line, 'depth'>; children: Item[] };
 
 export function isSecretField(el: Element): boolean {
   if (el.tagName === 'INPUT' && (el as HTMLInputElement).type === 'password') return true;
@@ -87,7 +84,9 @@ function propsOf(el: Element, role: string): string[] {
   const props: string[] = [];
   const input = el as HTMLInputElement;
   if (role === 'heading') {
-    const level = el.getAttribute('aria-level') ?? (/^H([1-6])$/.exec(el.tagName)?.[1] || '2');
+    // A number, never the attribute's text: a property is printed unquoted.
+    const aria = Number(el.getAttribute('aria-level') ?? '');
+    const level = Number.isInteger(aria) && aria >= 1 && aria <= 99 ? aria : Number(/^H([1-6])$/.exec(el.tagName)?.[1] ?? 2);
     props.push(`level=${level}`);
   }
   if (role === 'checkbox' || role === 'radio' || role === 'switch') {
@@ -220,10 +219,11 @@ class Walker {
     const actionable = isActionable(el, role);
     if (!role && !actionable) {
       if (el.tagName === 'svg' || el.tagName === 'SVG') return [];
+      if (el.tagName === 'LABEL' || el.tagName === 'LEGEND' || el.tagName === 'CAPTION') return this.naming(el);
       return this.children(el);
     }
     const effectiveRole = role ?? 'generic';
-    const line: Omit<Line, 'depth'> = {
+    const line: Omit<OutlineLine, 'depth'> = {
       role: effectiveRole,
       name: clip(accessibleName(el, effectiveRole), MAX_NAME_CHARS),
       props: propsOf(el, effectiveRole),
@@ -232,60 +232,97 @@ class Walker {
     if (value !== undefined) line.value = value;
     if (effectiveRole === 'link') {
       const href = el.getAttribute('href');
-      if (href && !href.startsWith('javascript:')) line.href = clip(href, MAX_HREF_CHARS);
+      if (href && !href.startsWith('javascript:')) line.href = safeHref(href, MAX_HREF_CHARS);
     }
     if (actionable) line.target = el;
     this.spend(effectiveRole.length + line.name.length + (line.value?.length ?? 0) + 12);
     if (LEAF_ROLES.has(effectiveRole)) return [{ kind: 'node', line, children: [] }];
-    let children: Item[];
     if (el.tagName === 'SELECT') {
-      children = [...(el as HTMLSelectElement).options].map((o) => {
-        const label = collapse(o.label || o.text);
-        const props = o.selected ? ['selected'] : [];
-        if (o.value !== label) props.push(`value=${JSON.stringify(o.value)}`);
-        if (o.disabled) props.push('disabled');
-        return { kind: 'node', line: { role: 'option', name: clip(label, MAX_NAME_CHARS), props }, children: [] } as Item;
-      });
-    } else {
-      children = this.children(el);
+      line.choices = choicesOf(el as HTMLSelectElement);
+      return [{ kind: 'node', line, children: [] }];
     }
-    // A container holding only text prints it inline, unless the text is its name.
-    const only = children[0];
-    if (children.length === 1 && only?.kind === 'text') {
-      if (only.text !== line.name) line.text = clip(only.text, MAX_TEXT_CHARS);
+    let children = this.children(el);
+    // A field's value already says what its text would.
+    if (line.value !== undefined) children = children.filter((c) => c.kind !== 'text');
+    const inline = inlineOf(children, line);
+    if (inline) {
+      if (inline.length > 0) line.inline = inline;
       children = [];
     }
     return [{ kind: 'node', line, children }];
   }
-}
 
-function flatten(items: Item[], depth: number, maxDepth: number, out: Line[]): void {
-  for (const item of items) {
-    if (depth > maxDepth) return;
-    if (item.kind === 'text') {
-      out.push({ depth, role: 'text', name: '', props: [], text: clip(item.text, MAX_TEXT_CHARS) });
-    } else {
-      out.push({ depth, ...item.line });
-      flatten(item.children, depth + 1, maxDepth, out);
-    }
+  /**
+   * A label's, legend's or caption's text is the name of what it labels, which is
+   * printed with that name: the text is left out where the name already holds it.
+   */
+  private naming(el: Element): Item[] {
+    const items = this.children(el);
+    const named = namedBy(el);
+    if (!named || isHidden(named)) return items;
+    const name = accessibleName(named, roleOf(named) ?? 'generic');
+    // The parent merges what text is left with its neighbours.
+    return items.filter((i) => i.kind !== 'text' || !name.includes(i.text));
   }
 }
 
-function format(line: Line, ref: number | undefined): string {
-  let s = `${'  '.repeat(line.depth)}- ${line.role}`;
-  if (line.role === 'text') return `${s} ${JSON.stringify(line.text ?? '')}`;
-  if (line.name) s += ` ${JSON.stringify(line.name)}`;
-  for (const p of line.props) s += ` [${p}]`;
-  if (ref !== undefined) s += ` @e${ref}`;
-  if (line.value !== undefined) s += `: ${JSON.stringify(line.value)}`;
-  else if (line.text !== undefined) s += `: ${JSON.stringify(line.text)}`;
-  if (line.href !== undefined) s += ` -> ${line.href}`;
-  return s;
+/** The element a label, legend or caption names, if any. */
+function namedBy(el: Element): Element | null {
+  if (el.tagName === 'LABEL') return (el as HTMLLabelElement).control;
+  const parent = el.parentElement;
+  if (el.tagName === 'LEGEND' && parent?.tagName === 'FIELDSET' && parent.querySelector(':scope > legend') === el) return parent;
+  if (el.tagName === 'CAPTION' && parent?.tagName === 'TABLE' && parent.querySelector(':scope > caption') === el) return parent;
+  return null;
+}
+
+/**
+ * A native select's options for the `options` line: the label, the value where it
+ * differs, and `[selected]` where the select's own value cannot say it (multiple).
+ */
+function choicesOf(select: HTMLSelectElement): string[] {
+  return [...select.options].map((o) => {
+    const label = clip(collapse(o.label || o.text), MAX_NAME_CHARS);
+    let s = JSON.stringify(label);
+    if (o.selected && select.multiple) s += ' [selected]';
+    if (o.value !== label) s += ` [value=${JSON.stringify(clip(o.value, MAX_NAME_CHARS))}]`;
+    if (o.disabled) s += ' [disabled]';
+    return s;
+  });
+}
+
+/**
+ * A container of prose whose content is page text with elements in it (a paragraph
+ * with links), or any container holding one element (a cell with a checkbox), prints
+ * that content inline on its own line, as prose reads. `undefined` keeps the children
+ * as lines: several elements and no text (a menu, a list of links) or a structure (a
+ * form group) read better one per line.
+ * An empty array means the content was only the container's own name.
+ */
+function inlineOf(children: Item[], line: Omit<OutlineLine, 'depth'>): Inline[] | undefined {
+  if (children.length === 0) return undefined;
+  const only = children[0];
+  if (children.length === 1 && only?.kind === 'text') {
+    return only.text === line.name ? [] : [{ kind: 'text', text: clip(only.text, MAX_TEXT_CHARS) }];
+  }
+  if (line.value !== undefined) return undefined;
+  let texts = 0;
+  const inline: Inline[] = [];
+  for (const c of children) {
+    if (c.kind === 'text') {
+      texts += 1;
+      inline.push({ kind: 'text', text: clip(c.text, MAX_TEXT_CHARS) });
+    } else if (c.children.length === 0 && LEAF_ROLES.has(c.line.role) && !c.line.choices) {
+      inline.push({ kind: 'node', node: c.line as OutlineNode });
+    } else {
+      return undefined;
+    }
+  }
+  return inline.length === 1 || (texts > 0 && FLOW_ROLES.has(line.role)) ? inline : undefined;
 }
 
 /** Render `doc` as snapshot text; refs are numbered in document order from 1. */
 export function renderSnapshot(doc: Document, options: SnapshotOptions = {}): SnapshotOutput {
-  const lines: Line[] = [];
+  const lines: OutlineLine[] = [];
   const title = collapse(doc.title ?? '');
   const root = doc.body ?? doc.documentElement;
   const budget = options.maxTokens === undefined ? Number.POSITIVE_INFINITY : options.maxTokens * 4;
@@ -301,15 +338,14 @@ export function renderSnapshot(doc: Document, options: SnapshotOptions = {}): Sn
   }
   let truncated = false;
   for (const line of lines) {
-    const ref = line.target ? refs.length + 1 : undefined;
-    const text = format(line, ref);
+    const { text, targets } = formatLine(line, refs.length + 1);
     if (used + text.length + 1 > budget && out.length > 0) {
       truncated = true;
       break;
     }
     out.push(text);
     used += text.length + 1;
-    if (line.target) refs.push(line.target);
+    refs.push(...targets);
   }
   if (walker.stopped) truncated = true;
   if (truncated) out.push(TRUNCATION_MARK);
