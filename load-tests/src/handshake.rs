@@ -2,7 +2,9 @@
 //! from rcgen): `concurrency` clients each connect, complete the handshake and hang
 //! up, over and over, from rotating 127.2.x.y addresses so TIME_WAIT never runs out
 //! of ports. Against latchkeyd's listener and the bare relay's, with each server's
-//! CPU time, so the rate can be given per server core.
+//! CPU time, so the rate can be given per server core. In alternating rounds, so
+//! drift in the machine's speed hits both alike; the goal is judged on the median
+//! of the per-round ratios.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -15,11 +17,15 @@ use rustls_pki_types::ServerName;
 use tokio_rustls::TlsConnector;
 
 use crate::procfs::{Machine, ProcSample, machine};
+use crate::stats::RoundSpread;
 use crate::target::{Latchkeyd, Relay, ServerOptions};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub target: String,
+    /// The round, from 1; 0 in runs from before rounds.
+    #[serde(default)]
+    pub round: usize,
     pub handshakes: u64,
     pub failures: u64,
     pub per_sec: f64,
@@ -36,7 +42,12 @@ pub struct HandshakeReport {
     pub concurrency: usize,
     pub seconds: f64,
     pub points: Vec<Point>,
+    /// Every round's handshakes over every round's server CPU, latchkeyd's
+    /// against the relay's.
     pub ratio_per_core: f64,
+    /// The per-round ratios per server core; absent in runs from before rounds.
+    #[serde(default)]
+    pub rounds_per_core: Option<RoundSpread>,
 }
 
 fn source(i: u64) -> IpAddr {
@@ -127,6 +138,7 @@ async fn measure(
     let (key_exchange, cipher_suite) = negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone();
     Ok(Point {
         target: name.to_string(),
+        round: 0,
         handshakes,
         failures: failures.load(Ordering::Relaxed),
         per_sec: handshakes as f64 / elapsed,
@@ -137,7 +149,13 @@ async fn measure(
     })
 }
 
-pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<HandshakeReport> {
+/// A warm-up of each, then `rounds` rounds of `seconds` on each server, the order
+/// alternating from round to round.
+pub async fn run(
+    concurrency: usize,
+    seconds: f64,
+    rounds: usize,
+) -> anyhow::Result<HandshakeReport> {
     let server = Latchkeyd::start(&ServerOptions {
         tls: true,
         devices: 0,
@@ -148,66 +166,80 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<HandshakeRe
     let relay = Relay::start(true).await?;
     let server_tls = server.client_tls.clone().context("TLS expected")?;
     let relay_tls = relay.client_tls.clone().context("TLS expected")?;
-    // Warm-up, then the measured runs back to back.
+    let on = |relay_side: bool, secs: f64| {
+        let (name, addr, tls, sampler): (_, _, _, Box<dyn Fn() -> anyhow::Result<ProcSample>>) =
+            if relay_side {
+                (
+                    "relay",
+                    relay.device_addr,
+                    relay_tls.clone(),
+                    Box::new(relay.sampler()),
+                )
+            } else {
+                (
+                    "latchkeyd",
+                    server.addr,
+                    server_tls.clone(),
+                    Box::new(server.sampler()),
+                )
+            };
+        measure(name, addr, tls, sampler, concurrency, secs)
+    };
     let warm = (seconds / 10.0).min(1.0);
-    measure(
-        "relay",
-        relay.device_addr,
-        relay_tls.clone(),
-        relay.sampler(),
-        concurrency,
-        warm,
-    )
-    .await?;
-    measure(
-        "latchkeyd",
-        server.addr,
-        server_tls.clone(),
-        server.sampler(),
-        concurrency,
-        warm,
-    )
-    .await?;
-    let relay_point = measure(
-        "relay",
-        relay.device_addr,
-        relay_tls,
-        relay.sampler(),
-        concurrency,
-        seconds,
-    )
-    .await?;
-    let server_point = measure(
-        "latchkeyd",
-        server.addr,
-        server_tls,
-        server.sampler(),
-        concurrency,
-        seconds,
-    )
-    .await?;
+    on(true, warm).await?;
+    on(false, warm).await?;
+    let mut points = Vec::new();
+    let mut round_ratios = Vec::new();
+    for round in 1..=rounds.max(1) {
+        let relay_first = round % 2 == 1;
+        let mut pair = Vec::with_capacity(2);
+        for relay_side in [relay_first, !relay_first] {
+            let mut point = on(relay_side, seconds).await?;
+            point.round = round;
+            pair.push(point);
+        }
+        if let [a, b] = pair.as_slice() {
+            let (l, x) = if a.target == "latchkeyd" {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            round_ratios.push(l.per_server_core / x.per_server_core.max(1.0));
+        }
+        points.extend(pair);
+    }
     server.stop().await;
     relay.stop().await;
+    let pooled = |target: &str| {
+        let of = points.iter().filter(|p| p.target == target);
+        let handshakes: u64 = of.clone().map(|p| p.handshakes).sum();
+        let cpu: f64 = of.map(|p| p.server_cpu_secs).sum();
+        handshakes as f64 / cpu.max(1e-9)
+    };
     Ok(HandshakeReport {
         scenario: "handshake".to_string(),
         machine: machine(),
         concurrency,
         seconds,
-        ratio_per_core: server_point.per_server_core / relay_point.per_server_core.max(1.0),
-        points: vec![relay_point, server_point],
+        ratio_per_core: pooled("latchkeyd") / pooled("relay").max(1.0),
+        rounds_per_core: RoundSpread::of(round_ratios),
+        points,
     })
 }
 
 pub fn print(r: &HandshakeReport) {
     println!(
-        "handshake: full TLS handshakes, {} clients, {:.0}s",
+        "handshake: full TLS handshakes, {} clients, {}s a server a round",
         r.concurrency, r.seconds
     );
-    println!("target      handshakes  per s     server CPU s  per core-s  failures  negotiated");
+    println!(
+        "target      round  handshakes  per s     server CPU s  per core-s  failures  negotiated"
+    );
     for p in &r.points {
         println!(
-            "{:<11} {:<11} {:<9.0} {:<13.2} {:<11.0} {:<9} {} {}",
+            "{:<11} {:<6} {:<11} {:<9.0} {:<13.2} {:<11.0} {:<9} {} {}",
             p.target,
+            p.round,
             p.handshakes,
             p.per_sec,
             p.server_cpu_secs,
@@ -218,7 +250,13 @@ pub fn print(r: &HandshakeReport) {
         );
     }
     println!(
-        "latchkeyd / relay per server core: {:.2}x",
+        "latchkeyd / relay per server core: {:.2}x over all rounds",
         r.ratio_per_core
     );
+    if let Some(s) = &r.rounds_per_core {
+        println!(
+            "per round: median {:.2}x ({:.2}-{:.2}, {} rounds)",
+            s.median, s.min, s.max, s.rounds
+        );
+    }
 }

@@ -16,7 +16,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::agents::{CallKind, call_frame};
-use crate::stats::{Summary, ms, summarize};
+use crate::stats::{RoundSpread, Summary, ms, summarize};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct LatencyReport {
@@ -40,6 +40,12 @@ pub struct LatencyReport {
     pub http_delegated: Option<Summary>,
     pub socket_p50_ratio: f64,
     pub socket_p99_ratio: f64,
+    /// Agent socket / relay, p50 and p99 of each round (the goal's figures are their
+    /// medians); absent in runs from before the rounds.
+    #[serde(default)]
+    pub rounds_p50: Option<RoundSpread>,
+    #[serde(default)]
+    pub rounds_p99: Option<RoundSpread>,
 }
 
 /// Echo every `tool.echo` request immediately.
@@ -166,10 +172,16 @@ pub async fn run(calls: usize, policy: bool, delegation: bool) -> anyhow::Result
     let (mut relay, mut socket, mut http) = (Vec::new(), Vec::new(), Vec::new());
     let mut unpoliced = Vec::new();
     let mut http_delegated = Vec::new();
+    let (mut rounds_p50, mut rounds_p99) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        relay.extend(time_socket(&mut relay_agent, per_round, warmup, None, kind).await?);
-        socket
-            .extend(time_socket(&mut agent_ws, per_round, warmup, Some(&session.id), kind).await?);
+        let on_relay = time_socket(&mut relay_agent, per_round, warmup, None, kind).await?;
+        let on_socket =
+            time_socket(&mut agent_ws, per_round, warmup, Some(&session.id), kind).await?;
+        let (r, l) = (summarize(on_relay.clone()), summarize(on_socket.clone()));
+        rounds_p50.push(l.p50_us as f64 / r.p50_us.max(1) as f64);
+        rounds_p99.push(l.p99_us as f64 / r.p99_us.max(1) as f64);
+        relay.extend(on_relay);
+        socket.extend(on_socket);
         if let Some(other) = &unpoliced_session {
             unpoliced
                 .extend(time_socket(&mut agent_ws, per_round, warmup, Some(other), kind).await?);
@@ -219,6 +231,8 @@ pub async fn run(calls: usize, policy: bool, delegation: bool) -> anyhow::Result
         payload_bytes: 200,
         socket_p50_ratio: agent_socket.p50_us as f64 / relay.p50_us.max(1) as f64,
         socket_p99_ratio: agent_socket.p99_us as f64 / relay.p99_us.max(1) as f64,
+        rounds_p50: RoundSpread::of(rounds_p50),
+        rounds_p99: RoundSpread::of(rounds_p99),
         relay,
         agent_socket,
         http,
@@ -266,4 +280,10 @@ pub fn print(r: &LatencyReport) {
         "agent WS / relay: p50 {:.2}x, p99 {:.2}x",
         r.socket_p50_ratio, r.socket_p99_ratio
     );
+    if let (Some(p50), Some(p99)) = (&r.rounds_p50, &r.rounds_p99) {
+        println!(
+            "median of {} rounds: p50 {:.2}x ({:.2}-{:.2}), p99 {:.2}x ({:.2}-{:.2})",
+            p50.rounds, p50.median, p50.min, p50.max, p99.median, p99.min, p99.max
+        );
+    }
 }

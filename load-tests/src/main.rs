@@ -24,8 +24,10 @@ mod mcp_path;
 mod pairing;
 mod pairs;
 mod payload;
+mod pin;
 mod policed;
 mod procfs;
+mod profile;
 mod quick;
 mod relay;
 mod report;
@@ -46,6 +48,11 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "latchkey-load", about = "Load scenarios for latchkeyd")]
 struct Cli {
+    /// Run every server process on core 0 alone and the generator on the other
+    /// cores (`taskset`), so that "per server core" is literal. Scenarios whose
+    /// servers run inside the generator (latency, revoke) are not pinned.
+    #[arg(long, global = true)]
+    pin: bool,
     #[command(subcommand)]
     scenario: Scenario,
 }
@@ -133,8 +140,12 @@ enum Scenario {
     Handshake {
         #[arg(long, default_value_t = 32)]
         concurrency: usize,
-        #[arg(long, default_value_t = 10.0)]
+        /// Seconds each server is measured in each round.
+        #[arg(long, default_value_t = 3.0)]
         seconds: f64,
+        /// Rounds, each measuring the relay and latchkeyd in alternating order.
+        #[arg(long, default_value_t = 4)]
+        rounds: usize,
         #[command(flatten)]
         out: Out,
     },
@@ -145,6 +156,10 @@ enum Scenario {
         /// Jitter windows to run, milliseconds.
         #[arg(long, value_delimiter = ',', default_value = "0,1000")]
         jitter_ms: Vec<u64>,
+        /// Rounds, each a storm per jitter window on the relay and on latchkeyd,
+        /// in alternating order.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         #[command(flatten)]
         out: Out,
     },
@@ -261,6 +276,9 @@ enum Scenario {
 fn main() -> ExitCode {
     latchkey_testkit::install_crypto_provider();
     let cli = Cli::parse();
+    if cli.pin {
+        pin::enable();
+    }
     if let Scenario::ServeLatchkeyd { args } = cli.scenario {
         // The server builds its own runtime, exactly as in `latchkeyd`.
         return latchkey_server::cli::run_from(
@@ -358,18 +376,20 @@ async fn run(scenario: Scenario) -> anyhow::Result<()> {
         Scenario::Handshake {
             concurrency,
             seconds,
+            rounds,
             out,
         } => {
-            let r = handshake::run(concurrency, seconds).await?;
+            let r = handshake::run(concurrency, seconds, rounds).await?;
             handshake::print(&r);
             save(&out.out, "handshake", &r)
         }
         Scenario::Storm {
             devices,
             jitter_ms,
+            rounds,
             out,
         } => {
-            let r = storm::run(devices, &millis(&jitter_ms)).await?;
+            let r = storm::run(devices, &millis(&jitter_ms), rounds).await?;
             storm::print(&r);
             save(&out.out, "storm", &r)
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::agents;
 use crate::pairs;
 use crate::procfs::{Machine, machine};
-use crate::stats::{Summary, ms, summarize};
+use crate::stats::{RoundSpread, Summary, ms, summarize};
 use crate::target::{Latchkeyd, Relay, ServerOptions};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -32,40 +32,6 @@ pub struct PayloadReport {
     /// The spread of the rounds' ratios, per size (absent in runs before rounds).
     #[serde(default)]
     pub round_ratios: Vec<(usize, RoundSpread)>,
-}
-
-/// The spread of the per-round ratios at one size.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct RoundSpread {
-    pub rounds: usize,
-    pub min: f64,
-    /// The middle ratio; with an even number of rounds, the mean of the two middle ones.
-    pub median: f64,
-    pub max: f64,
-    /// Every round's ratio, in the order the rounds ran.
-    #[serde(default)]
-    pub ratios: Vec<f64>,
-}
-
-impl RoundSpread {
-    fn of(ratios: Vec<f64>) -> Option<Self> {
-        let mut sorted = ratios.clone();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        let middle = sorted.get(n / 2)?;
-        let median = if n.is_multiple_of(2) {
-            (sorted[n / 2 - 1] + middle) / 2.0
-        } else {
-            *middle
-        };
-        Some(Self {
-            rounds: n,
-            min: *sorted.first()?,
-            median,
-            max: *sorted.last()?,
-            ratios,
-        })
-    }
 }
 
 /// Each size is measured in this many rounds, the two targets taking turns (and
@@ -202,19 +168,4 @@ pub fn spread_note(r: &PayloadReport, bytes: usize, times: &str) -> String {
             )
         })
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::RoundSpread;
-
-    #[test]
-    fn median_of_even_and_odd_counts() {
-        let even = RoundSpread::of(vec![4.0, 1.0, 3.0, 2.0]).expect("spread");
-        assert_eq!((even.min, even.median, even.max), (1.0, 2.5, 4.0));
-        assert_eq!(even.ratios, vec![4.0, 1.0, 3.0, 2.0]);
-        let odd = RoundSpread::of(vec![3.0, 1.0, 2.0]).expect("spread");
-        assert_eq!(odd.median, 2.0);
-        assert!(RoundSpread::of(Vec::new()).is_none());
-    }
 }

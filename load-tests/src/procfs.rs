@@ -97,6 +97,22 @@ pub struct Machine {
     pub git_commit: String,
     pub command: String,
     pub date: String,
+    /// Servers on core 0 alone and the generator on the others (`--pin`).
+    #[serde(default)]
+    pub pinned: bool,
+}
+
+/// The machine's cores, not this process's: a pinned generator (`--pin`) may run
+/// on fewer than the machine has.
+pub fn cores() -> usize {
+    let listed = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|c| c.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0);
+    if listed > 0 {
+        listed
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
 }
 
 pub fn machine() -> Machine {
@@ -119,7 +135,7 @@ pub fn machine() -> Machine {
     };
     Machine {
         cpu,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: cores(),
         memory_gib,
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
@@ -128,6 +144,7 @@ pub fn machine() -> Machine {
         git_commit: command_output("git", &["rev-parse", "--short", "HEAD"]),
         command: std::env::args().collect::<Vec<_>>().join(" "),
         date: command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        pinned: crate::pin::pinned(),
     }
 }
 

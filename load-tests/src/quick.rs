@@ -29,10 +29,10 @@ pub async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = payload::run(&[256 << 10], 1.0).await?;
     payload::print(&r);
     save(out, "payload", &r)?;
-    let r = handshake::run(8, 1.0).await?;
+    let r = handshake::run(8, 0.5, 2).await?;
     handshake::print(&r);
     save(out, "handshake", &r)?;
-    let r = storm::run(200, &millis(&[0, 200])).await?;
+    let r = storm::run(200, &millis(&[0, 200]), 2).await?;
     storm::print(&r);
     save(out, "storm", &r)?;
     let r = revoke::revoke(20, 20, false).await?;

@@ -48,3 +48,53 @@ pub fn summarize(mut samples: Vec<Duration>) -> Summary {
             .collect(),
     }
 }
+
+/// The spread of per-round ratios: latchkeyd against the relay in alternating
+/// rounds of one scenario, so drift in the machine's speed hits both alike.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RoundSpread {
+    pub rounds: usize,
+    pub min: f64,
+    /// The middle ratio; with an even number of rounds, the mean of the two middle ones.
+    pub median: f64,
+    pub max: f64,
+    /// Every round's ratio, in the order the rounds ran.
+    #[serde(default)]
+    pub ratios: Vec<f64>,
+}
+
+impl RoundSpread {
+    pub fn of(ratios: Vec<f64>) -> Option<Self> {
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let middle = sorted.get(n / 2)?;
+        let median = if n.is_multiple_of(2) {
+            (sorted[n / 2 - 1] + middle) / 2.0
+        } else {
+            *middle
+        };
+        Some(Self {
+            rounds: n,
+            min: *sorted.first()?,
+            median,
+            max: *sorted.last()?,
+            ratios,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RoundSpread;
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        let even = RoundSpread::of(vec![4.0, 1.0, 3.0, 2.0]).expect("spread");
+        assert_eq!((even.min, even.median, even.max), (1.0, 2.5, 4.0));
+        assert_eq!(even.ratios, vec![4.0, 1.0, 3.0, 2.0]);
+        let odd = RoundSpread::of(vec![3.0, 1.0, 2.0]).expect("spread");
+        assert_eq!(odd.median, 2.0);
+        assert!(RoundSpread::of(Vec::new()).is_none());
+    }
+}

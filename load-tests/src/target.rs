@@ -75,7 +75,14 @@ impl ChildProcess {
             }
             _ => Vec::new(),
         };
-        let mut command = match wrapper.split_first() {
+        // Pinned (`--pin`): the server on its core under `taskset`, which execs it
+        // (same pid, so /proc still reads the server), and the generator off it.
+        crate::pin::pin_generator()?;
+        let prefix: Vec<String> = crate::pin::server_prefix()
+            .into_iter()
+            .chain(wrapper.iter().cloned())
+            .collect();
+        let mut command = match prefix.split_first() {
             Some((program, rest)) => {
                 let mut c = Command::new(program);
                 c.args(rest).arg(exe);

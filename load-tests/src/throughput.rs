@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::agents;
 use crate::pairs::{self, Pairs};
 use crate::procfs::{Machine, ProcSample, machine};
-use crate::stats::{Summary, summarize};
+use crate::stats::{RoundSpread, Summary, summarize};
 use crate::target::{Latchkeyd, Relay, ServerOptions};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -51,7 +51,27 @@ pub struct ThroughputReport {
     pub ratio_per_core: f64,
     /// latchkeyd / relay, calls per second of wall time, at the highest concurrency.
     pub ratio_wall: f64,
+    /// latchkeyd / relay, calls per server core at the highest concurrency, in
+    /// alternating rounds (absent in runs from before the rounds).
+    #[serde(default)]
+    pub rounds_per_core: Option<RoundSpread>,
+    /// The rounds' own points, in the order they ran: their errors count like
+    /// any other's (absent in runs from before they were kept).
+    #[serde(default)]
+    pub round_points: Vec<Point>,
 }
+
+impl ThroughputReport {
+    /// Errors in every measured run: the points, the rounds and the open loop.
+    pub fn errors(&self) -> u64 {
+        let points = self.points.iter().chain(&self.round_points);
+        points.map(|p| p.errors).sum::<u64>() + self.open_loop.iter().map(|o| o.errors).sum::<u64>()
+    }
+}
+
+/// Rounds at the highest concurrency, the two targets taking turns to go first;
+/// each a quarter of `seconds`.
+const ROUNDS: usize = 8;
 
 /// Most pairs used; higher concurrency means more calls in flight per pair.
 const MAX_PAIRS: usize = 8;
@@ -153,6 +173,21 @@ pub async fn run(
             points.push(point(t, c, seconds, pad, kind).await?);
         }
     }
+    // The goal's figure: the median of per-round ratios, the targets alternating
+    // (targets[0] is the relay, targets[1] latchkeyd).
+    let top = concurrencies.iter().copied().max().unwrap_or(1);
+    let mut round_ratios = Vec::new();
+    let mut round_points = Vec::new();
+    for n in 0..ROUNDS {
+        let order = if n % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut per_core = [0.0; 2];
+        for i in order {
+            let p = point(&mut targets[i], top, seconds / 4.0, pad, kind).await?;
+            per_core[i] = p.calls_per_server_core;
+            round_points.push(p);
+        }
+        round_ratios.push(per_core[1] / per_core[0].max(1.0));
+    }
     let mut open_loop = Vec::new();
     if rate > 0 {
         for t in targets.iter_mut() {
@@ -176,7 +211,6 @@ pub async fn run(
     }
     server.stop().await;
     relay.stop().await;
-    let top = concurrencies.iter().copied().max().unwrap_or(1);
     let at = |name: &str| {
         points
             .iter()
@@ -205,6 +239,8 @@ pub async fn run(
         open_loop,
         ratio_per_core,
         ratio_wall,
+        rounds_per_core: RoundSpread::of(round_ratios),
+        round_points,
     })
 }
 
@@ -240,9 +276,17 @@ pub fn print(r: &ThroughputReport) {
             o.errors
         );
     }
+    let round_errors: u64 = r.round_points.iter().map(|p| p.errors).sum();
+    if !r.round_points.is_empty() {
+        println!(
+            "{} rounds at the top concurrency: {round_errors} errors",
+            r.round_points.len() / 2
+        );
+    }
     for (target, error) in r
         .points
         .iter()
+        .chain(&r.round_points)
         .map(|p| (&p.target, &p.first_error))
         .chain(r.open_loop.iter().map(|o| (&o.target, &o.first_error)))
     {
@@ -254,4 +298,10 @@ pub fn print(r: &ThroughputReport) {
         "latchkeyd / relay at the highest concurrency: {:.2}x per server core, {:.2}x wall",
         r.ratio_per_core, r.ratio_wall
     );
+    if let Some(spread) = &r.rounds_per_core {
+        println!(
+            "per server core in {} alternating rounds: median {:.2}x (min {:.2}x, max {:.2}x)",
+            spread.rounds, spread.median, spread.min, spread.max
+        );
+    }
 }

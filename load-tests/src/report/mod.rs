@@ -135,7 +135,8 @@ fn machine_section(md: &mut String, r: &Results) {
          ```sh\n\
          cargo build --release -p latchkey-load\n\
          L=./target/release/latchkey-load\n\
-         $L idle && $L latency && $L throughput && $L payload && $L handshake && $L storm\n\
+         $L idle --pin && $L latency && $L throughput --pin && $L payload --pin\n\
+         $L handshake --pin && $L storm --pin\n\
          $L revoke && $L revoke --postgres\n\
          $L report    # target/load-results/*.json → docs/benchmarks.md and docs/benchmarks/*.svg\n\
          ```\n\n\
@@ -143,7 +144,7 @@ fn machine_section(md: &mut String, r: &Results) {
          `LATCHKEY_LOAD_SERVER_WRAPPER=\"heaptrack -o /tmp/idle\" $L idle --devices 3000`;\n\
          the figures of such a run include the profiler and are not comparable.\n\n",
     );
-    md.push_str("| scenario | run at | command |\n| --- | --- | --- |\n");
+    md.push_str("| scenario | run at | pinned | command |\n| --- | --- | --- | --- |\n");
     for (name, m) in &all {
         let command = m
             .command
@@ -158,7 +159,8 @@ fn machine_section(md: &mut String, r: &Results) {
             })
             .collect::<Vec<_>>()
             .join(" ");
-        let _ = writeln!(md, "| {name} | {} | `{command}` |", m.date);
+        let pinned = if m.pinned { "yes" } else { "no" };
+        let _ = writeln!(md, "| {name} | {} | {pinned} | `{command}` |", m.date);
     }
     md.push('\n');
 }
