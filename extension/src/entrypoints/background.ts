@@ -167,15 +167,19 @@ export default defineBackground(() => {
     await help.reshow(tabId);
   };
   /**
-   * The person ends `session` (Stop on its page, End in the popup): it ends here at
-   * once, then the gateway hears why: `latchkey.user_stop` if it reads it, else the
-   * contract's `session.window_closed`, which ends it there just the same.
+   * The person ends `session` (Stop on its page, End in the popup). From this moment
+   * no call acts in it. A gateway that reads `latchkey.user_stop` hears it first, so
+   * a call already on its way is answered `session_ended` there, not with this side's
+   * `not_found`; then the session ends here (tabs back, window closed). A gateway
+   * that does not read it gets the contract's `session.window_closed` after the
+   * teardown, which lists the tabs that could not go back.
    */
   const endByPerson = async (session: AgentSession) => {
+    session.ending = true;
+    const told = gateway.supports(GATEWAY_FEATURE_USER_STOP);
+    if (told) gateway.event(EVENT_USER_STOP, { session_id: session.id });
     const { failures } = await endHere(session, sessions, (s) => cdp.detachWindow(s.windowId));
-    if (gateway.supports(GATEWAY_FEATURE_USER_STOP)) {
-      gateway.event(EVENT_USER_STOP, { session_id: session.id });
-    } else {
+    if (!told) {
       gateway.event(EVENT_WINDOW_CLOSED, {
         session_id: session.id,
         reason: 'user_closed_window',
@@ -279,15 +283,16 @@ export default defineBackground(() => {
         confirmations.answer(req.request, req.answer);
         return { ok: true, message: '' };
       case 'session-list':
-        return Promise.all(sessions.all().map(summary));
+        return Promise.all(sessions.all().filter((s) => !s.ending).map(summary));
       case 'session-details': {
         const s = sessions.get(req.session);
-        return s ? summary(s) : null;
+        return s && !s.ending ? summary(s) : null;
       }
       case 'end-session': {
         const s = sessions.get(req.session);
-        if (s) await endByPerson(s);
-        return { ok: s !== undefined, message: s ? 'Session ended' : 'That session has already ended' };
+        const open = s !== undefined && !s.ending;
+        if (open) await endByPerson(s);
+        return { ok: open, message: open ? 'Session ended' : 'That session has already ended' };
       }
       case 'stop-all': {
         // The kill switch: end every session (borrowed tabs go back), disconnect,

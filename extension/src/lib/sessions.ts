@@ -42,6 +42,12 @@ export interface AgentSession {
   refs?: RefStore;
   /** The site rules the gateway sent (docs/policy.md, "Enforcement in the browser"). */
   rules?: SiteRules;
+  /**
+   * The person ended it and it is being torn down: from that moment no call acts
+   * in it and the popup no longer lists it, though its window and borrowed tabs
+   * take a moment longer to go (docs/extension.md, "Agent Windows").
+   */
+  ending?: true;
 }
 
 export class Sessions {

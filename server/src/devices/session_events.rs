@@ -58,8 +58,11 @@ pub fn on_event(
             core.sessions.finish(&session, reason, Abort::Ended(reason));
         }
         additions::EVENT_USER_STOP => {
-            // The person's Stop: the extension has ended it on its side (tabs
-            // given back, window closed); the agent hears why.
+            // The person's Stop: the extension takes no call in it any more and
+            // is tearing it down (tabs given back, window closed); it is dropped
+            // without `tool.session_stop`, and the agent hears why. A call the
+            // extension refused meanwhile is answered `session_ended` here, as
+            // this event comes before that refusal on the socket.
             let reason = EndReason::UserStopped;
             core.sessions.finish(&session, reason, Abort::Ended(reason));
         }

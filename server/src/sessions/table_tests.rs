@@ -80,3 +80,45 @@ fn ownership_is_tenant_and_token() {
     assert_eq!(t.purge_device("d", EndReason::BrowserDisconnected), 1);
     assert!(t.get_owned("ta", "tok-a", "s1").is_none());
 }
+
+/// A lookup racing an end finds the session or why it ended, never `not_found`:
+/// the reason is kept before the session leaves the table, by `finish` and by
+/// `purge_device` alike. Each round a second thread looks the session up without
+/// pause while this one ends it.
+#[test]
+fn a_lookup_racing_an_end_never_answers_not_found() {
+    let t = SessionTable::default();
+    for round in 0..2_000 {
+        let id = format!("s{round}");
+        let s = session(&id, "t", "d", "k");
+        t.try_insert(s.clone(), 8, 16).expect("insert");
+        let start = Arc::new(std::sync::Barrier::new(2));
+        let looker = {
+            let (t, id, start) = (t.clone(), id.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                loop {
+                    if let Err(e) = t.owned_by("t", "k", &id) {
+                        return e;
+                    }
+                }
+            })
+        };
+        start.wait();
+        if round % 2 == 0 {
+            t.finish(
+                &s,
+                EndReason::UserStopped,
+                Abort::Ended(EndReason::UserStopped),
+            );
+        } else {
+            t.purge_device("d", EndReason::UserStopped);
+        }
+        let seen = looker.join().expect("the lookup thread");
+        assert_eq!(
+            seen,
+            CoreError::SessionEnded(EndReason::UserStopped),
+            "round {round}"
+        );
+    }
+}

@@ -53,6 +53,7 @@ export function sessionOf(p: Params, sessions: Sessions, tool: string): AgentSes
   const sid = str(p, 'session_id', tool);
   const s = sessions.get(sid);
   if (!s) throw notFound(`session ${sid} not found`);
+  if (s.ending) throw notFound(`session ${sid} was ended by the person`);
   return s;
 }
 

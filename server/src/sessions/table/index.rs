@@ -24,11 +24,23 @@ pub struct SessionTable {
     /// finds it moved by the time it is in the table reads the policy again, so
     /// no session keeps a policy read before a write it missed.
     policy_epoch: Arc<AtomicU64>,
+    /// Moved on whenever a session starts or ends here: the console's live
+    /// pages redraw on it (docs/console.md, "Live updates").
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl SessionTable {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes whenever a session starts or ends here.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn moved_on(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Where policy writes are (see the field).
@@ -68,6 +80,8 @@ impl SessionTable {
         if map.insert(session.id.clone(), session).is_none() {
             metrics::gauge!(SESSIONS_OPEN).increment(1.0);
         }
+        drop(map);
+        self.moved_on();
         Ok(())
     }
 
@@ -136,13 +150,16 @@ impl SessionTable {
             .cloned()
     }
 
-    /// End `session` for `reason`: out of the table, ended for its listeners,
-    /// its call in flight answered as `why` says, and remembered so that a later
-    /// call learns the reason. False if it had already ended.
+    /// End `session` for `reason`: remembered so that a later call learns the
+    /// reason, out of the table, ended for its listeners, its call in flight
+    /// answered as `why` says. False if it had already ended.
+    ///
+    /// Remembered before it leaves the table, so a lookup in between finds the
+    /// session or its reason, never neither (which would answer `not_found`).
     pub fn finish(&self, session: &Session, reason: EndReason, why: Abort) -> bool {
-        self.remove_if_same(session);
         self.ended
             .bury(&session.id, &session.tenant_id, &session.token_id, reason);
+        self.remove_if_same(session);
         end_session(session, reason, why)
     }
 
@@ -155,6 +172,8 @@ impl SessionTable {
         {
             map.remove(&session.id);
             metrics::gauge!(SESSIONS_OPEN).decrement(1.0);
+            drop(map);
+            self.moved_on();
         }
     }
 
@@ -164,6 +183,7 @@ impl SessionTable {
         let removed = self.map().remove(id);
         if removed.is_some() {
             metrics::gauge!(SESSIONS_OPEN).decrement(1.0);
+            self.moved_on();
         }
         removed
     }
@@ -196,11 +216,19 @@ impl SessionTable {
                 .filter(|s| s.device_id == device_id)
                 .map(|s| s.id.clone())
                 .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
+            // Remembered under the lock that takes them out: a lookup finds
+            // each session or its reason, never neither (as in `finish`).
+            let removed: Vec<Arc<Session>> = ids.iter().filter_map(|id| map.remove(id)).collect();
+            for s in &removed {
+                self.ended.bury(&s.id, &s.tenant_id, &s.token_id, reason);
+            }
+            removed
         };
         metrics::gauge!(SESSIONS_OPEN).decrement(removed.len() as f64);
+        if !removed.is_empty() {
+            self.moved_on();
+        }
         for s in &removed {
-            self.ended.bury(&s.id, &s.tenant_id, &s.token_id, reason);
             end_session(s, reason, Abort::BrowserGone);
         }
         removed.len()
