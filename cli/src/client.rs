@@ -71,6 +71,10 @@ impl ApiClient {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
+            // latchkeyd closes a kept-alive connection idle for `setup_timeout_ms`
+            // (5 s by default); a request sent on one as it closes is reset, so a
+            // long-running command lets idle connections go well before then.
+            .pool_idle_timeout(Duration::from_secs(2))
             .user_agent(concat!("latchkey-cli/", env!("CARGO_PKG_VERSION")));
         if let Some(path) = ca_cert {
             let pem = std::fs::read(path)

@@ -217,7 +217,7 @@ async fn pairing_attempts_are_limited_per_address_across_replicas() {
     }
     assert_eq!(statuses, [401, 401, 401, 401, 401, 401, 429, 429, 429, 429]);
     // Another address is not charged for them.
-    let other = latchkey_testkit::reqwest::Client::builder()
+    let other = latchkey_testkit::http_builder()
         .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
         .build()
         .expect("client");

@@ -88,7 +88,7 @@ impl Cluster {
         replica.listen = daemon.addr.clone();
         let base = daemon.http_base();
         replica.daemon = Some(daemon);
-        let http = latchkey_testkit::reqwest::Client::new();
+        let http = latchkey_testkit::http_client();
         let ready = wait_until(DEADLINE, || async {
             match http.get(format!("{base}/readyz")).send().await {
                 Ok(r) => r.text().await.is_ok_and(|t| t == "ready"),
@@ -302,7 +302,7 @@ async fn a_rolling_restart_under_load_loses_nothing() {
     // different homes: the shipped nginx allows one address 60 pairings and
     // renewals a minute.
     let client_from = |n: u8| {
-        latchkey_testkit::reqwest::Client::builder()
+        latchkey_testkit::http_builder()
             .tls_certs_only([latchkey_testkit::reqwest::Certificate::from_pem(
                 certs.ca_pem.as_bytes(),
             )

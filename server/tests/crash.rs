@@ -47,7 +47,7 @@ async fn renewal_committed_before_a_crash_survives_it(backend: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scratch = scratch_database(&backend).await;
     let db = scratch.as_ref().map(|s| s.url.as_str());
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
 
     // First life: bootstrap, pair.
     let mut daemon = start(dir.path(), db, "").await;
@@ -152,7 +152,7 @@ async fn renewals_with_random_kills(backend: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scratch = scratch_database(&backend).await;
     let db = scratch.as_ref().map(|s| s.url.as_str());
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let mut daemon = start(dir.path(), db, "").await;
     let admin = daemon.admin(&http).expect("admin");
     let pairing = admin.create_pairing(None, None).await.expect("pairing");

@@ -68,7 +68,7 @@ async fn a_full_disk_is_503_with_nothing_half_done_and_recovers_without_restart(
         "store on the tmpfs"
     );
 
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = daemon.admin(&http).expect("admin");
     let pairing = admin.create_pairing(None, None).await.expect("pairing");
     let ext = FakeExtension::from_link(&pairing.link, http.clone(), None).expect("link");

@@ -59,7 +59,7 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
         .await
         .expect("latchkeyd");
     let base = format!("http://{addr}");
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = AdminClient::new(
         http.clone(),
         base.clone(),
@@ -171,9 +171,12 @@ async fn sigterm_drains_calls_and_closes_every_socket() {
     }
 }
 
-/// A drain ends the agents' event streams with `server_shutting_down`, the
-/// code that says "reconnect", rather than holding the drain up until its
-/// timeout.
+/// A drain ends the agents' event streams promptly, rather than holding the
+/// drain up until its timeout, and says why: either the session's own end
+/// (`session_ended`, reason `server_shutting_down`, when its browser's socket
+/// closed first) or the stream's (`error`, code `server_shutting_down`, when the
+/// drain reached the stream first). Both are reported with the same code, the
+/// one that says "reconnect" (docs/security.md, "Shutdown").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_ends_event_streams_with_server_shutting_down() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
@@ -185,14 +188,26 @@ async fn a_drain_ends_event_streams_with_server_shutting_down() {
     let session = agent.start(None).await.expect("session").id;
     let mut events = agent.events(&session).await.expect("events");
     let stopping = tokio::spawn(server.stop());
-    let mut seen = Vec::new();
-    while let Some((name, data)) = events.next().await.expect("an event in time") {
-        seen.push(name.clone());
-        if name == "error" {
-            assert_eq!(data["code"], "server_shutting_down", "{data}");
-            break;
+    let (name, why) = loop {
+        let (name, data) = events
+            .next()
+            .await
+            .expect("an event in time")
+            .expect("the stream ended with an event that says why");
+        match name.as_str() {
+            "error" => break (name, data["code"].clone()),
+            "session_ended" => break (name, data["reason"].clone()),
+            _ => {}
         }
-    }
-    assert_eq!(seen.last().map(String::as_str), Some("error"), "{seen:?}");
+    };
+    assert_eq!(why, "server_shutting_down", "{name}");
+    // Nothing follows the ending event.
+    assert!(
+        events
+            .next()
+            .await
+            .expect("the stream's end in time")
+            .is_none()
+    );
     stopping.await.expect("stopped");
 }

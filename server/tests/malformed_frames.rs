@@ -205,7 +205,7 @@ async fn ten_thousand_malformed_frames_get_rfc_close_codes_and_leave_nothing_beh
     )
     .await
     .expect("latchkeyd");
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = daemon.admin(&http).expect("admin");
     // One device per worker: a device's new socket replaces its old one.
     let mut tokens = Vec::with_capacity(WORKERS);

@@ -20,7 +20,7 @@ async fn post(
     headers: &[(&str, &str)],
     body: String,
 ) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
+    let mut request = latchkey_testkit::http_client()
         .request(Method::POST, mcp_url(server))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -122,7 +122,7 @@ async fn what_a_client_may_not_do_is_refused_before_any_tool_runs() {
     assert_eq!(same.status(), StatusCode::OK);
 
     // The endpoint never streams to the client.
-    let stream = reqwest::Client::new()
+    let stream = latchkey_testkit::http_client()
         .get(mcp_url(&server))
         .bearer_auth(&agent.token)
         .header("accept", "text/event-stream")

@@ -116,7 +116,7 @@ async fn every_documented_operation_answers_as_documented() {
         .await
         .expect("member");
     let member_token = admin.member_token(&member.id).await.expect("member token");
-    let client = reqwest::Client::new();
+    let client = latchkey_testkit::http_client();
     let base = server.http_base();
 
     // The fallback is told apart from an operation's own not_found.
@@ -160,7 +160,7 @@ async fn every_documented_operation_answers_as_documented() {
 async fn a_method_not_documented_on_a_path_is_refused() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let doc = document(&server).await;
-    let client = reqwest::Client::new();
+    let client = latchkey_testkit::http_client();
     let base = server.http_base();
     let mut probed = 0;
     for (path, item) in doc["paths"].as_object().expect("paths") {

@@ -64,7 +64,7 @@ async fn daemon_with_failpoint(
     let daemon = Daemon::spawn(command, Stdio::null())
         .await
         .expect("latchkeyd");
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = daemon.admin(&http).expect("admin");
     (dir, daemon, http, admin)
 }

@@ -135,7 +135,7 @@ async fn an_agent_socket_flooding_pings_is_closed_and_bounded() {
 async fn a_device_socket_flooding_pings_is_closed_and_bounded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let daemon = daemon(dir.path()).await;
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let pairing = daemon
         .admin(&http)
         .expect("admin")

@@ -17,7 +17,7 @@ fn guess() -> serde_json::Value {
 }
 
 fn client_from(ip: IpAddr) -> reqwest::Client {
-    reqwest::Client::builder()
+    latchkey_testkit::http_builder()
         .local_address(ip)
         .build()
         .expect("client")

@@ -39,7 +39,7 @@ async fn secrets_are_not_cached_and_the_store_is_private_under_umask_000() {
     let daemon = Daemon::spawn(command, std::process::Stdio::null())
         .await
         .expect("latchkeyd");
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = daemon.admin(&http).expect("admin");
     // Answers with a secret in them, and any other.
     admin

@@ -251,7 +251,7 @@ async fn agent_going_away_cancels_its_call() {
     let agent = server.new_agent().await.expect("agent");
     let (_device, browser) = server.new_browser(script()).await.expect("browser");
     let s = agent.start(None).await.expect("start");
-    let impatient = latchkey_testkit::reqwest::Client::builder()
+    let impatient = latchkey_testkit::http_builder()
         .timeout(Duration::from_millis(300))
         .build()
         .expect("client");

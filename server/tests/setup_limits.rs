@@ -247,7 +247,7 @@ async fn one_address_cannot_keep_another_waiting() {
         "the flood opened {} connections",
         opened.load(Ordering::Relaxed)
     );
-    let client = latchkey_testkit::reqwest::Client::builder()
+    let client = latchkey_testkit::http_builder()
         .local_address(Some("127.0.0.21".parse().expect("ip")))
         .tls_certs_only([latchkey_testkit::reqwest::Certificate::from_pem(
             server.ca_pem().expect("a TLS server").as_bytes(),

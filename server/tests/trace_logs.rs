@@ -28,7 +28,7 @@ async fn a_secret_in_a_fill_value_is_not_logged_at_trace_level() {
     )
     .await
     .expect("latchkeyd");
-    let http = latchkey_testkit::reqwest::Client::new();
+    let http = latchkey_testkit::http_client();
     let admin = daemon.admin(&http).expect("admin");
     let pairing = admin.create_pairing(None, None).await.expect("pairing");
     let mut ext = FakeExtension::from_link(&pairing.link, http.clone(), None).expect("extension");

@@ -37,7 +37,9 @@ pub use mcp::{McpClient, Revision};
 pub use nats::NatsServer;
 pub use nginx::{Nginx, NginxOptions};
 pub use reqwest;
-pub use server::{Backend, ScratchDatabase, TestServer, TestServerBuilder};
+pub use server::{
+    Backend, POOL_IDLE, ScratchDatabase, TestServer, TestServerBuilder, http_builder, http_client,
+};
 pub use tokio_tungstenite;
 
 /// Retry `attempt` while the server answers 503 (a busy SQLite writer, capacity), as

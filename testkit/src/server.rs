@@ -250,7 +250,8 @@ impl TestServerBuilder {
                 .context("a fresh store must bootstrap an admin token")?,
         };
         let client_tls = certs.as_ref().map(TestCerts::client_config).transpose()?;
-        let http = build_http_client(certs.as_ref())?;
+        let idle_close = Duration::from_millis(config.limits.setup_timeout_ms);
+        let http = build_http_client(certs.as_ref(), idle_close)?;
         Ok(TestServer {
             handle: Some(handle),
             config,
@@ -266,10 +267,38 @@ impl TestServerBuilder {
     }
 }
 
-fn build_http_client(certs: Option<&TestCerts>) -> anyhow::Result<reqwest::Client> {
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+/// How long a test's HTTP client keeps an idle connection for reuse: a fifth of
+/// the default `setup_timeout_ms`, after which latchkeyd closes it.
+pub const POOL_IDLE: Duration = Duration::from_secs(1);
+
+/// An HTTP client builder for tests: no proxy, and idle connections let go
+/// before the server closes them (see [`build_http_client`]).
+pub fn http_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
         .no_proxy()
+        .pool_idle_timeout(POOL_IDLE)
+}
+
+/// [`http_builder`], built.
+#[expect(
+    clippy::expect_used,
+    reason = "a test helper: no client fails the test"
+)]
+pub fn http_client() -> reqwest::Client {
+    http_builder().build().expect("an HTTP client")
+}
+
+/// The server closes a kept-alive connection that has sat idle for `idle_close`
+/// (docs/security.md, `setup_timeout_ms`). A pooled connection reused just as it
+/// closes is reset under the request, so the pool lets connections go well before
+/// then, as any long-lived client of latchkeyd should.
+fn build_http_client(
+    certs: Option<&TestCerts>,
+    idle_close: Duration,
+) -> anyhow::Result<reqwest::Client> {
+    let mut builder = http_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_idle_timeout(idle_close / 4)
         .timeout(Duration::from_secs(30));
     if let Some(certs) = certs {
         builder =
