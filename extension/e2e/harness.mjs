@@ -91,7 +91,7 @@ import { startSite } from './site.mjs';
 export { startSite };
 
 /** Chromium with the extension loaded; resolves with the context and extension id. */
-export async function launchBrowser() {
+export async function launchBrowser({ windowSize } = {}) {
   const userDataDir = await mkdtemp(join(tmpdir(), 'latchkey-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -106,6 +106,9 @@ export async function launchBrowser() {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      // Past the window's own size, headless screenshots of an emulated viewport
+      // repeat the top of the page: a test that shoots tall pages asks for more.
+      ...(windowSize ? [`--window-size=${windowSize}`] : []),
       `--disable-extensions-except=${EXTENSION_DIR}`,
       `--load-extension=${EXTENSION_DIR}`,
     ],
@@ -147,7 +150,7 @@ export async function pairThroughPopup(daemon, popup, label = 'E2E browser') {
  * agent token. `close()` stops what was started (the current `stack.daemon`, which
  * a test may restart).
  */
-export async function startStack(prefix, config) {
+export async function startStack(prefix, config, browserOptions) {
   const stack = { dataDir: await tempDir(prefix) };
   stack.close = async () => {
     await stack.browser?.close();
@@ -162,7 +165,7 @@ export async function startStack(prefix, config) {
     }
     stack.daemon = await startLatchkeyd(stack.dataDir, '127.0.0.1:0', stack.configFile);
     stack.site = await startSite();
-    stack.browser = await launchBrowser();
+    stack.browser = await launchBrowser(browserOptions);
     stack.popup = await stack.browser.context.newPage();
     await stack.popup.goto(`chrome-extension://${stack.browser.extensionId}/popup.html`);
     const agent = await api(stack.daemon.url, stack.daemon.token, 'POST', '/v1/admin/tokens', { name: 'e2e-agent', role: 'agent' });

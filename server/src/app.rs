@@ -47,6 +47,11 @@ pub struct AppState {
     /// node, so pairing guesses cannot refuse it (docs/security.md).
     pub(crate) renewal_limiter: Arc<crate::rate_limits::keyed::SweptLimiter>,
     pub(crate) upgrade_limiter: Arc<PeerRateLimiter>,
+    /// Web console sign-in attempts, per client address and per node.
+    pub(crate) console_sign_in_limiter: Arc<PeerRateLimiter>,
+    /// Moved on by every console sign-out here, so the live streams of that
+    /// sign-in end at once (docs/console.md, "Live updates").
+    pub(crate) console_sign_outs: Arc<tokio::sync::watch::Sender<u64>>,
     pub(crate) agent_limiter: Arc<crate::rate_limits::agent_rate::AgentRateLimiter>,
     /// `wss://host[:port][/prefix]` without a trailing slash: pairing links start here.
     pub(crate) public_base: Arc<str>,
@@ -83,6 +88,11 @@ impl AppState {
             )),
             renewal_limiter: Arc::new(crate::rate_limits::keyed::SweptLimiter::per_minute(
                 limits.renewals_per_minute_per_device,
+            )),
+            console_sign_outs: Arc::default(),
+            console_sign_in_limiter: Arc::new(PeerRateLimiter::per_minute(
+                limits.console_sign_ins_per_minute,
+                RATE_LIMIT_MAX_KEYS,
             )),
             upgrade_limiter: Arc::new(PeerRateLimiter::per_peer_only(
                 limits.upgrades_per_minute,
@@ -134,6 +144,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(extra)
         .merge(documented)
         .merge(crate::mcp::service(&state))
+        .merge(crate::console::routes())
         .merge(served)
         .fallback(fallback)
         .layer(middleware::from_fn(request_span))

@@ -52,6 +52,9 @@ pub struct Limits {
     pub renewals_per_minute_per_device: u32,
     /// `GET /extension` upgrades per peer address per minute.
     pub upgrades_per_minute: u32,
+    /// Web console sign-in attempts per client address per minute
+    /// (docs/console.md, "Signing in").
+    pub console_sign_ins_per_minute: u32,
     /// Agent API requests (REST requests and agent-socket frames) per token per second.
     pub agent_calls_per_second_per_token: u32,
     /// Agent API requests per tenant per second, all its tokens together.
@@ -131,6 +134,7 @@ impl Default for Limits {
             authorize_per_minute: 60,
             renewals_per_minute_per_device: 10,
             upgrades_per_minute: 600,
+            console_sign_ins_per_minute: 10,
             agent_calls_per_second_per_token: 200,
             agent_calls_per_second_per_tenant: 1_000,
             handshake_timeout_ms: 5_000,
@@ -378,6 +382,9 @@ impl Config {
         }
         if !(1..=60_000).contains(&l.authorize_per_minute) {
             problem("limits.authorize_per_minute must be 1..=60000".into());
+        }
+        if !(1..=60_000).contains(&l.console_sign_ins_per_minute) {
+            problem("limits.console_sign_ins_per_minute must be 1..=60000".into());
         }
         for p in self
             .tracing

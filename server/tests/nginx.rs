@@ -10,58 +10,24 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use latchkey_testkit::extension::{Ended, TEST_EXTENSION_ORIGIN};
-use latchkey_testkit::tls::TestCerts;
-use latchkey_testkit::{
-    AdminClient, Backend, FakeAgent, FakeBrowser, FakeExtension, Nginx, NginxOptions, TestServer,
-};
+use latchkey_testkit::nginx::start_behind_nginx;
+use latchkey_testkit::{AdminClient, FakeAgent, FakeBrowser, FakeExtension, Nginx};
 use serde_json::json;
 
 const CLIENT: &str = "127.0.0.2";
 
-/// latchkeyd (SQLite, `limits` edited) behind the shipped nginx files on a free
-/// port, with the proxy trusted and the public URL naming it; `None` (skipped
-/// loudly) where nginx is not installed and this is not CI.
-async fn behind_nginx(
-    read_timeout: Option<&str>,
-    limits: fn(&mut latchkey_server::config::Limits),
-) -> Option<(TestServer, Nginx, TestCerts)> {
-    let Some(binary) = Nginx::binary() else {
-        assert!(std::env::var_os("CI").is_none(), "nginx is required in CI");
-        eprintln!("\n!!! SKIPPED: nginx is not installed (apt-get install nginx) !!!\n");
-        return None;
-    };
-    let port = latchkey_testkit::nginx::free_port().expect("port");
-    let public = format!("wss://localhost:{port}");
-    let server = TestServer::builder(Backend::Sqlite)
-        .limits(limits)
-        .config(move |c| {
-            c.trusted_proxies = vec!["127.0.0.1/32".parse().expect("cidr")];
-            c.public_url = Some(public);
-        })
-        .start()
-        .await
-        .expect("server");
-    let certs = TestCerts::generate().expect("certs");
-    let options = NginxOptions {
-        upstreams: vec![server.addr().to_string()],
-        port,
-        read_timeout: read_timeout.map(str::to_string),
-    };
-    let nginx = Nginx::start(&binary, &certs, &options)
-        .await
-        .expect("nginx");
-    Some((server, nginx, certs))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latchkeyd_behind_nginx() {
-    let Some((server, nginx, certs)) = behind_nginx(Some("3s"), |_| {}).await else {
+    let Some((server, nginx, certs)) = start_behind_nginx(Some("3s"), |_| {})
+        .await
+        .expect("behind nginx")
+    else {
         return;
     };
     let port = nginx.port;
     let base = format!("https://localhost:{port}");
     let client_ip: IpAddr = CLIENT.parse().expect("ip");
-    let http = latchkey_testkit::reqwest::Client::builder()
+    let http = latchkey_testkit::http_builder()
         .tls_certs_only([
             latchkey_testkit::reqwest::Certificate::from_pem(certs.ca_pem.as_bytes()).expect("ca"),
         ])
@@ -314,14 +280,14 @@ async fn latchkeyd_behind_nginx() {
 /// address still connects (docs/deploy.md, "Sizing nginx").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_gets_200_sockets_through_nginx_and_the_next_is_refused_429() {
-    let Some((server, nginx, certs)) = behind_nginx(None, |l| {
+    let Some((server, nginx, certs)) = start_behind_nginx(None, |l| {
         // Pairing happens straight at latchkeyd, from one address.
         l.authorize_per_minute = 60_000;
         l.max_unused_pairings = 1_000;
         l.upgrades_per_minute = 1_000_000;
     })
     .await
-    else {
+    .expect("behind nginx") else {
         return;
     };
     let tls = certs.client_config().expect("tls");
@@ -409,7 +375,7 @@ async fn replicas_behind_nginx_keep_an_agent_on_one_and_spread_browsers() {
         "browsers on both replicas: {held:?}"
     );
 
-    let http = latchkey_testkit::reqwest::Client::builder()
+    let http = latchkey_testkit::http_builder()
         .tls_certs_only([
             latchkey_testkit::reqwest::Certificate::from_pem(certs.ca_pem.as_bytes()).expect("ca"),
         ])

@@ -44,6 +44,14 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// Read `response` (a `text/event-stream` answer) event by event.
+    pub fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
     /// The next event as `(name, data)`; `None` once the stream has ended. Fails if
     /// nothing arrives within the read deadline.
     pub async fn next(&mut self) -> anyhow::Result<Option<(String, Value)>> {

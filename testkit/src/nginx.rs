@@ -240,3 +240,35 @@ pub fn free_port() -> anyhow::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// latchkeyd (SQLite, `limits` edited) behind the shipped nginx files on a free
+/// port, with the proxy trusted and the public URL naming it; `None` (skipped
+/// loudly) where nginx is not installed and this is not CI.
+pub async fn start_behind_nginx(
+    read_timeout: Option<&str>,
+    limits: fn(&mut latchkey_server::config::Limits),
+) -> anyhow::Result<Option<(crate::TestServer, Nginx, TestCerts)>> {
+    let Some(binary) = Nginx::binary() else {
+        anyhow::ensure!(std::env::var_os("CI").is_none(), "nginx is required in CI");
+        eprintln!("\n!!! SKIPPED: nginx is not installed (apt-get install nginx) !!!\n");
+        return Ok(None);
+    };
+    let port = free_port()?;
+    let public = format!("wss://localhost:{port}");
+    let server = crate::TestServer::builder(crate::Backend::Sqlite)
+        .limits(limits)
+        .config(move |c| {
+            c.trusted_proxies = "127.0.0.1/32".parse().into_iter().collect();
+            c.public_url = Some(public);
+        })
+        .start()
+        .await?;
+    let certs = TestCerts::generate()?;
+    let options = NginxOptions {
+        upstreams: vec![server.addr().to_string()],
+        port,
+        read_timeout: read_timeout.map(str::to_string),
+    };
+    let nginx = Nginx::start(&binary, &certs, &options).await?;
+    Ok(Some((server, nginx, certs)))
+}

@@ -115,6 +115,16 @@ pub async fn create(
     AdminPrincipal(p): AdminPrincipal,
     ApiJson(body): ApiJson<CreateMemberRequest>,
 ) -> Result<(StatusCode, Json<MemberView>), ApiError> {
+    Ok((StatusCode::CREATED, Json(add(&state, &p, &body).await?)))
+}
+
+/// Add a member to `p`'s team as `body` asks; audited as `p`'s act. Also the
+/// console's.
+pub(crate) async fn add(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    body: &CreateMemberRequest,
+) -> Result<MemberView, ApiError> {
     let display_name = super::clean_name(
         &body.display_name,
         "display_name",
@@ -152,7 +162,7 @@ pub async fn create(
             detail: Some(format!("role {}", record.role)),
         })
         .await;
-    Ok((StatusCode::CREATED, Json(view(record))))
+    Ok(view(record))
 }
 
 /// Remove a member and end what is theirs. As for one device or one token, what
@@ -173,6 +183,17 @@ pub async fn remove(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<MemberRemovedView>, ApiError> {
+    Ok(Json(remove_one(&state, &p, &id).await?))
+}
+
+/// Remove the member `id` of `p`'s team and end what is theirs (see [`remove`]);
+/// audited as `p`'s act. Also the console's.
+pub(crate) async fn remove_one(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    id: &str,
+) -> Result<MemberRemovedView, ApiError> {
+    let id = id.to_owned();
     if !crate::ids::MEMBER.holds(&id) {
         return Err(ApiError::not_found("member"));
     }
@@ -183,7 +204,7 @@ pub async fn remove(
         .filter(|d| d.owner_id.as_deref() == Some(id.as_str()))
         .map(|d| d.id)
         .collect();
-    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &their_devices);
+    crate::devices::revocation::close_revoked(state, &p.tenant_id, &their_devices);
     let their_tokens: Vec<String> = state
         .store
         .list_api_tokens(&p.tenant_id)
@@ -192,16 +213,21 @@ pub async fn remove(
         .filter(|t| t.member_id.as_deref() == Some(id.as_str()))
         .map(|t| t.id)
         .collect();
-    crate::auth::revoked::end_revoked(&state, &p.tenant_id, &their_tokens);
+    crate::auth::revoked::end_revoked(state, &p.tenant_id, &their_tokens);
     let removed = state
         .store
         .remove_member(&p.tenant_id, &id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("member"))?;
-    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &removed.device_ids);
-    crate::auth::revoked::end_revoked(&state, &p.tenant_id, &removed.token_ids);
+    crate::devices::revocation::close_revoked(state, &p.tenant_id, &removed.device_ids);
+    crate::auth::revoked::end_revoked(state, &p.tenant_id, &removed.token_ids);
+    // Their console sign-ins end with their tokens; the rows go now too.
+    state
+        .store
+        .delete_member_console_sessions(&p.tenant_id, &id)
+        .await?;
     for token in &removed.token_ids {
-        crate::delegation::mint::end_under_token(&state, &p.tenant_id, token).await;
+        crate::delegation::mint::end_under_token(state, &p.tenant_id, token).await;
     }
     tracing::info!(
         tenant = %p.tenant_id,
@@ -226,12 +252,12 @@ pub async fn remove(
             )),
         })
         .await;
-    Ok(Json(MemberRemovedView {
+    Ok(MemberRemovedView {
         id,
         revoked_devices: removed.device_ids,
         revoked_tokens: removed.token_ids,
         voided_pairings: removed.pairings_voided,
-    }))
+    })
 }
 
 /// `member:<id>`, a member as an audit target.

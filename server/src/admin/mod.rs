@@ -7,12 +7,12 @@
 
 mod audit_keeping;
 mod audit_log;
-mod devices;
+pub(crate) mod devices;
 mod me;
-mod members;
-mod pairings;
+pub(crate) mod members;
+pub(crate) mod pairings;
 mod policies;
-mod tokens;
+pub(crate) mod tokens;
 mod webhooks;
 
 use utoipa_axum::router::OpenApiRouter;

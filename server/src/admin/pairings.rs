@@ -164,13 +164,26 @@ pub async fn void(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<PendingPairingView>, ApiError> {
-    if !crate::ids::PAIRING.holds(&id) {
+    let voided = void_one(&state, &p, &id).await?;
+    let wanted = std::iter::once(voided.owner_id.as_deref());
+    let members = super::members::references(&state, &p.tenant_id, wanted).await?;
+    Ok(Json(view(voided, &members)))
+}
+
+/// Void the pending link `id` of `p`'s tenant; audited as `p`'s act. A used,
+/// voided, expired, foreign or unknown id is `not_found`. Also the console's.
+pub(crate) async fn void_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+) -> Result<PendingPairingRecord, ApiError> {
+    if !crate::ids::PAIRING.holds(id) {
         return Err(ApiError::not_found("pending pairing link"));
     }
     let now = state.clock.now_ms();
     let voided = state
         .store
-        .void_pairing(&p.tenant_id, &id, now)
+        .void_pairing(&p.tenant_id, id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("pending pairing link"))?;
     state
@@ -184,9 +197,7 @@ pub async fn void(
             detail: None,
         })
         .await;
-    let wanted = std::iter::once(voided.owner_id.as_deref());
-    let members = super::members::references(&state, &p.tenant_id, wanted).await?;
-    Ok(Json(view(voided, &members)))
+    Ok(voided)
 }
 
 fn view(r: PendingPairingRecord, members: &HashMap<String, MemberRef>) -> PendingPairingView {

@@ -44,6 +44,19 @@ pub async fn create(
     AdminPrincipal(p): AdminPrincipal,
     ApiJson(body): ApiJson<CreateTokenRequest>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(create_token(&state, &p, &body).await?),
+    ))
+}
+
+/// Create a token in `p`'s tenant as `body` asks; audited as `p`'s act. The
+/// secret is in the answer and nowhere else. Also the console's.
+pub(crate) async fn create_token(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    body: &CreateTokenRequest,
+) -> Result<TokenCreated, ApiError> {
     let name = super::clean_name(
         &body.name,
         "name",
@@ -58,7 +71,7 @@ pub async fn create(
             "ttl_secs must be 1..=316224000",
         ));
     }
-    let member_id = behind(&state, &p, &body).await?;
+    let member_id = behind(state, p, body).await?;
     let now = state.clock.now_ms();
     let token = secret::new_api_token();
     let record = ApiTokenRecord {
@@ -98,13 +111,10 @@ pub async fn create(
             detail: Some(format!("role {}", record.role)),
         })
         .await;
-    Ok((
-        StatusCode::CREATED,
-        Json(TokenCreated {
-            view: view(record),
-            token,
-        }),
-    ))
+    Ok(TokenCreated {
+        view: view(record),
+        token,
+    })
 }
 
 /// The person behind a new token (docs/people.md): for an admin or member token,
@@ -183,20 +193,30 @@ pub async fn revoke(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<TokenView>, ApiError> {
+    Ok(Json(revoke_token(&state, &p, &id).await?))
+}
+
+/// Revoke the token `id` of `p`'s tenant and end what it holds (see [`revoke`]);
+/// audited as `p`'s act. Also the console's.
+pub(crate) async fn revoke_token(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    id: &str,
+) -> Result<TokenView, ApiError> {
+    let id = id.to_owned();
     if !crate::ids::TOKEN.holds(&id) {
         return Err(ApiError::not_found("token"));
     }
     let now = state.clock.now_ms();
-    crate::auth::revoked::end_revoked(&state, &p.tenant_id, std::slice::from_ref(&id));
+    crate::auth::revoked::end_revoked(state, &p.tenant_id, std::slice::from_ref(&id));
     let token = state
         .store
         .revoke_api_token(&p.tenant_id, &id, now)
         .await?
         .ok_or_else(|| ApiError::not_found("token"))?;
     let in_use =
-        crate::auth::revoked::end_revoked(&state, &p.tenant_id, std::slice::from_ref(&token.id))
-            > 0;
-    crate::delegation::mint::end_under_token(&state, &p.tenant_id, &token.id).await;
+        crate::auth::revoked::end_revoked(state, &p.tenant_id, std::slice::from_ref(&token.id)) > 0;
+    crate::delegation::mint::end_under_token(state, &p.tenant_id, &token.id).await;
     tracing::info!(tenant = %p.tenant_id, token = %token.id, in_use, "API token revoked");
     state
         .audit
@@ -209,5 +229,5 @@ pub async fn revoke(
             detail: None,
         })
         .await;
-    Ok(Json(view(token)))
+    Ok(view(token))
 }

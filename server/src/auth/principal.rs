@@ -90,62 +90,69 @@ impl FromRequestParts<AppState> for Principal {
         if crate::delegation::verify::is_jwt(credential) {
             return crate::delegation::verify::principal(state, credential).await;
         }
-        let hash = secret::hash(credential);
-        // A revocation signalled between the read and the lease sends us back to the
-        // store (auth::token_watch); revocations are rare, so this loops at most a
-        // few times.
-        let (token, lease) = loop {
-            let epoch = state.tokens.epoch();
-            let now = state.clock.now_ms();
-            // A record read under this epoch is as good as a new read: any
-            // revocation since would have advanced it (auth::token_cache).
-            let token = match state.token_cache.get(&hash, epoch, now) {
-                Some(token) => token,
-                None => {
-                    let token = state
-                        .store
-                        .api_token_by_hash(&hash)
-                        .await?
-                        .filter(|t| secret::ct_eq(&t.token_hash, &hash))
-                        .ok_or_else(ApiError::unauthorized)?;
-                    state
-                        .token_cache
-                        .put(hash.clone(), token.clone(), epoch, now);
-                    token
-                }
-            };
-            if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
-                return Err(ApiError::unauthorized());
-            }
-            if let Ok(lease) = state.tokens.lease(&token, epoch, &state.clock) {
-                break (token, lease);
+        by_token_hash(state, &secret::hash(credential)).await
+    }
+}
+
+/// The caller holding the API token whose SHA-256 is `hash`, if the token is live;
+/// `unauthorized` otherwise. What a bearer token and a console sign-in resolve to
+/// (docs/console.md, "Signing in").
+pub(crate) async fn by_token_hash(state: &AppState, hash: &str) -> Result<Principal, ApiError> {
+    let hash = hash.to_owned();
+    // A revocation signalled between the read and the lease sends us back to the
+    // store (auth::token_watch); revocations are rare, so this loops at most a
+    // few times.
+    let (token, lease) = loop {
+        let epoch = state.tokens.epoch();
+        let now = state.clock.now_ms();
+        // A record read under this epoch is as good as a new read: any
+        // revocation since would have advanced it (auth::token_cache).
+        let token = match state.token_cache.get(&hash, epoch, now) {
+            Some(token) => token,
+            None => {
+                let token = state
+                    .store
+                    .api_token_by_hash(&hash)
+                    .await?
+                    .filter(|t| secret::ct_eq(&t.token_hash, &hash))
+                    .ok_or_else(ApiError::unauthorized)?;
+                state
+                    .token_cache
+                    .put(hash.clone(), token.clone(), epoch, now);
+                token
             }
         };
-        let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
-        let now = state.clock.now_ms();
-        // Recorded at most once a minute per token, so reads do not become writes.
-        if token.last_used_at.is_none_or(|t| now - t > 60_000) {
-            match state
-                .store
-                .touch_api_token(&token.tenant_id, &token.id, now)
-                .await
-            {
-                Ok(()) => state.token_cache.touched(&hash, now),
-                Err(e) => tracing::debug!(error = %e, "last_used_at not updated"),
-            }
+        if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
+            return Err(ApiError::unauthorized());
         }
-        tracing::Span::current().record("tenant", tracing::field::display(&token.tenant_id));
-        Ok(Principal {
-            tenant_id: token.tenant_id,
-            token_id: token.id,
-            token_name: token.name,
-            role,
-            member_id: token.member_id,
-            expires_at: token.expires_at,
-            lease,
-            delegation: None,
-        })
+        if let Ok(lease) = state.tokens.lease(&token, epoch, &state.clock) {
+            break (token, lease);
+        }
+    };
+    let role = Role::parse(&token.role).ok_or_else(ApiError::unauthorized)?;
+    let now = state.clock.now_ms();
+    // Recorded at most once a minute per token, so reads do not become writes.
+    if token.last_used_at.is_none_or(|t| now - t > 60_000) {
+        match state
+            .store
+            .touch_api_token(&token.tenant_id, &token.id, now)
+            .await
+        {
+            Ok(()) => state.token_cache.touched(&hash, now),
+            Err(e) => tracing::debug!(error = %e, "last_used_at not updated"),
+        }
     }
+    tracing::Span::current().record("tenant", tracing::field::display(&token.tenant_id));
+    Ok(Principal {
+        tenant_id: token.tenant_id,
+        token_id: token.id,
+        token_name: token.name,
+        role,
+        member_id: token.member_id,
+        expires_at: token.expires_at,
+        lease,
+        delegation: None,
+    })
 }
 
 impl FromRequestParts<AppState> for AgentPrincipal {

@@ -105,6 +105,9 @@ struct RegistryInner {
     grant_changes: AtomicU64,
     /// Woken whenever a device comes online (session starts may wait for one).
     online: tokio::sync::Notify,
+    /// Moved on whenever a device comes online or goes offline here: the
+    /// console's live pages redraw on it (docs/console.md, "Live updates").
+    changes: watch::Sender<u64>,
     /// Replacements per device key in the current minute ([`Self::note_replacement`]).
     replacements: Mutex<Replacements>,
 }
@@ -236,6 +239,8 @@ impl DeviceRegistry {
             && entries.remove(device_id).is_some_and(|e| e.holds_slot)
         {
             self.inner.slots.fetch_sub(1, Ordering::Relaxed);
+            drop(entries);
+            self.moved_on();
         }
     }
 
@@ -273,7 +278,17 @@ impl DeviceRegistry {
         e.link = Some(link);
         drop(entries);
         self.inner.online.notify_waiters();
+        self.moved_on();
         Ok(())
+    }
+
+    /// Changes whenever a device comes online or goes offline here.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    fn moved_on(&self) {
+        self.inner.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Capacity slots taken (devices online, or reconnecting into their own slot).

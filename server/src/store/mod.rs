@@ -11,6 +11,7 @@
 
 mod audit_chain;
 pub mod audit_keeping;
+mod console_sessions;
 mod delegations;
 mod error;
 pub mod expiry_notices;
@@ -35,6 +36,7 @@ use async_trait::async_trait;
 
 pub use audit_chain::AuditChainStore;
 pub use audit_keeping::{AuditKeepingStore, AuditKeyRecord};
+pub use console_sessions::{ConsoleSessionRecord, ConsoleSessionStore};
 pub use delegations::{DelegationRecord, DelegationStore, SigningKeyRecord};
 pub use error::StoreError;
 pub use expiry_notices::ExpiryNoticeStore;
@@ -179,6 +181,7 @@ pub trait Store:
     + ExpiryNoticeStore
     + WebhookStore
     + McpChoiceStore
+    + ConsoleSessionStore
     + Send
     + Sync
     + 'static

@@ -1,0 +1,117 @@
+//! The web console (docs/console.md): server-rendered pages at `/console` on the
+//! main listener, for team admins and members. A thin surface like the others:
+//! it signs a person in, then calls the same functions the admin API calls.
+//!
+//! Every answer carries a strict Content-Security-Policy (no inline script or
+//! style, no framing), and every state-changing request is a same-site form post
+//! with the sign-in's CSRF token.
+
+mod devices;
+mod human;
+mod live;
+mod members;
+mod page;
+mod pairing;
+mod posted;
+mod sessions;
+mod signed_in;
+mod tokens;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+use crate::app::AppState;
+
+/// Where the console lives on the main listener.
+pub const PREFIX: &str = "/console";
+
+/// The console's style sheet and script, built into the binary: nothing to
+/// install or build.
+const STYLE: &str = include_str!("console.css");
+const SCRIPT: &str = include_str!("console.js");
+
+/// Nothing but this origin's own style sheet and script loads (no inline script
+/// or style); images are this origin's or data URIs (the pairing QR code); no
+/// page may frame the console; forms post only here.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                   img-src 'self' data:; connect-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+/// The console's routes, served on the main listener beside the API.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "HTML pages, not API: they are not in the OpenAPI document (docs/console.md)"
+)]
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(PREFIX, get(|| async { Redirect::to("/console/devices") }))
+        .route("/console/console.css", get(style))
+        .route("/console/console.js", get(script))
+        .route("/console/pair", get(pairing::show).post(pairing::create))
+        .route("/console/tokens", get(tokens::list).post(tokens::create))
+        .route("/console/members", get(members::list).post(members::create))
+        .route(
+            "/console/members/{id}/remove",
+            get(members::confirm_remove).post(members::remove),
+        )
+        .route("/console/tokens/{id}/revoke", post(tokens::revoke))
+        .route("/console/pairings/{id}/void", post(pairing::void))
+        .route(
+            "/console/sign-in",
+            get(signed_in::sign_in_page).post(signed_in::sign_in),
+        )
+        .route("/console/sign-out", post(signed_in::sign_out))
+        .route("/console/devices", get(devices::list))
+        .route("/console/devices/live", get(live::devices))
+        .route("/console/sessions", get(sessions::list))
+        .route("/console/sessions/live", get(live::sessions))
+        .route("/console/sessions/{id}/end", post(sessions::end))
+        .route(
+            "/console/devices/{id}/revoke",
+            get(devices::confirm_revoke).post(devices::revoke),
+        )
+        .layer(middleware::from_fn(security_headers))
+}
+
+async fn style() -> impl IntoResponse {
+    asset("text/css; charset=utf-8", STYLE)
+}
+
+async fn script() -> impl IntoResponse {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// A built-in file: nothing private in it, so it may be cached a little.
+fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        body,
+    )
+}
+
+/// The headers every console answer carries (docs/console.md, "Security").
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
