@@ -5,7 +5,7 @@
 // (docs/screenshots/ when blessed with `npm run screenshots`).
 
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { accessibilityProblems, latchkey, startStack, tempDir, waitFor } from './harness.mjs';
@@ -133,12 +133,35 @@ test('an admin signs in, pairs the browser from a console link, sees it online, 
   await page.waitForURL('**/console/members');
   assert.match((await page.locator('tbody').textContent()) ?? '', /alice@example\.com/);
   await check('console-members');
+
+  // The audit trail: what was just done, narrowed to a family, and exported.
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.waitForURL('**/console/audit');
+  const actions = async () => page.locator('tbody tr td.label').allTextContents();
+  assert.ok((await actions()).includes('member.add'), `${await actions()}`);
+  await page.fill('#f-action', 'device.*');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.waitForURL('**/console/audit?action=device.*&**');
+  const family = await actions();
+  assert.ok(family.includes('device.revoke') && family.every((a) => a.startsWith('device.')), `${family}`);
+  assert.equal(await page.inputValue('#f-action'), 'device.*');
+  await check('console-audit');
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: /^Export/ }).click(),
+  ]);
+  const exported = await readFile(await download.path(), 'utf8');
+  assert.equal(JSON.parse(exported.split('\n')[0]).latchkey_audit_export, 1);
+  assert.match(exported, /"device\.revoke"/);
+
   await page.getByRole('link', { name: 'Devices' }).click();
   await page.waitForURL('**/console/devices');
 
 
   // A narrow window still shows the table (it scrolls sideways), with no new problems.
   await page.setViewportSize({ width: 380, height: 700 });
+  const sideways = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(sideways[0] <= sideways[1], `only the table scrolls sideways, not the page: ${sideways}`);
   await check('console-devices-narrow');
   await page.setViewportSize({ width: 1100, height: 900 });
 

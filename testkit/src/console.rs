@@ -54,6 +54,18 @@ impl ConsoleClient {
         read(req.send().await?).await
     }
 
+    /// Get `path` as a link on a page of `site` would (`Sec-Fetch-Site`).
+    pub async fn get_from(&self, path: &str, site: &str) -> anyhow::Result<Page> {
+        let mut req = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("sec-fetch-site", site);
+        if let Some(c) = &self.cookie {
+            req = req.header(COOKIE, c);
+        }
+        read(req.send().await?).await
+    }
+
     /// Follow a live stream (`/console/devices/live`) with this client's cookie.
     pub async fn stream(&self, path: &str) -> anyhow::Result<crate::EventStream> {
         let mut req = self.http.get(format!("{}{path}", self.base));

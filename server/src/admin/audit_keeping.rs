@@ -23,7 +23,7 @@ use crate::app::AppState;
 use crate::audit::{Event, action};
 use crate::audit_chain::ChainedRow;
 use crate::audit_keeping::MAX_RETENTION_DAYS;
-use crate::auth::principal::AdminPrincipal;
+use crate::auth::principal::{AdminPrincipal, Principal};
 use crate::clock::rfc3339;
 use crate::store::StoreError;
 
@@ -56,9 +56,20 @@ pub async fn export(
     query: Result<Query<ExportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    export_of(&state, &p, q.since.as_deref(), q.until.as_deref()).await
+}
+
+/// The team's chain from `since` to `until` as JSON Lines, the export recorded
+/// in the trail under `p`: what the API and the console's Export give.
+pub(crate) async fn export_of(
+    state: &AppState,
+    p: &Principal,
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<Response, ApiError> {
     let now = state.clock.now_ms();
-    let since = time_param(now, "since", q.since.as_deref())?;
-    let until = time_param(now, "until", q.until.as_deref())?;
+    let since = time_param(now, "since", since)?;
+    let until = time_param(now, "until", until)?;
     let tenant = p.tenant_id.clone();
     let store = state.store.clone();
     state
@@ -78,7 +89,7 @@ pub async fn export(
         .await;
     // Sign the chain as it is now (the export's own row included), so an export
     // to now ends at a checkpoint.
-    let signed = crate::audit_keeping::checkpoint(&state, &tenant).await?;
+    let signed = crate::audit_keeping::checkpoint(state, &tenant).await?;
     let (first, last) = store.audit_seq_bounds(&tenant, since, until).await?;
     let last = match (until, signed) {
         (None, Some(place)) => Some(place),
@@ -97,7 +108,7 @@ pub async fn export(
         _ => None,
     };
     let (after_seq, after_hash) = match range {
-        Some((from, _)) => start_of(&state, &tenant, from).await?,
+        Some((from, _)) => start_of(state, &tenant, from).await?,
         None => {
             let head = store.audit_head(&tenant).await?;
             head.unwrap_or((0, GENESIS.to_string()))

@@ -15,26 +15,26 @@ use crate::clock::rfc3339;
 use crate::store::AuditFilter;
 
 /// Filters and a page; any other parameter is refused.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// The cursor: rows before this one (the previous page's `next_before`).
-    before: Option<i64>,
+    pub before: Option<i64>,
     /// Rows per page, 1 … 1000 (default 100).
-    limit: Option<i64>,
+    pub limit: Option<i64>,
     /// An action (`session.call`), or a family of them (`session.*`).
-    action: Option<String>,
+    pub action: Option<String>,
     /// Who acted (`token:NAME`, `device:ID`, …).
-    actor: Option<String>,
+    pub actor: Option<String>,
     /// What was acted on (`device:ID`, `session:ID`, …).
-    target: Option<String>,
+    pub target: Option<String>,
     /// `ok`, or a refusal's code.
-    outcome: Option<String>,
+    pub outcome: Option<String>,
     /// At or after `since`, before `until`: RFC 3339 times, or how long ago
     /// (`30m`, `2h`, `7d`).
-    since: Option<String>,
-    until: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
 }
 
 /// Longest filter value: the longest reference a row holds.
@@ -136,6 +136,16 @@ pub async fn list(
     // A query that does not decode is the request's fault (`invalid_request`); a
     // value that decodes but breaks a rule is a param's (`invalid_params`).
     let Query(q) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    page_of(&state, &p.tenant_id, q).await.map(Json)
+}
+
+/// One page of tenant `tenant_id`'s trail as `q` asks for it: what the API and
+/// the console's Audit page show.
+pub(crate) async fn page_of(
+    state: &AppState,
+    tenant_id: &str,
+    q: AuditQuery,
+) -> Result<AuditList, ApiError> {
     let limit = q.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::new(
@@ -146,7 +156,7 @@ pub async fn list(
     let filter = filter_of(state.clock.now_ms(), q)?;
     let rows = state
         .store
-        .list_audit(&p.tenant_id, &filter, limit + 1)
+        .list_audit(tenant_id, &filter, limit + 1)
         .await?;
     let more = rows.len() as i64 > limit;
     let events: Vec<AuditEventView> = rows
@@ -163,8 +173,8 @@ pub async fn list(
         })
         .collect();
     let next_before = more.then(|| events.last().map(|e| e.id)).flatten();
-    Ok(Json(AuditList {
+    Ok(AuditList {
         events,
         next_before,
-    }))
+    })
 }

@@ -5,8 +5,8 @@
 //!
 //! [`AdminPrincipal`]: crate::auth::principal::AdminPrincipal
 
-mod audit_keeping;
-mod audit_log;
+pub(crate) mod audit_keeping;
+pub(crate) mod audit_log;
 pub(crate) mod devices;
 mod me;
 pub(crate) mod members;

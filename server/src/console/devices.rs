@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::human::When;
+use super::human::{When, person};
 use super::page::{ConsoleError, Frame, render};
 use super::posted::{CsrfForm, Posted};
 use super::signed_in::SignedIn;
@@ -88,7 +88,7 @@ async fn rows(
                 DeviceStatus::Active => "Offline",
             };
             DeviceRow {
-                owner: v.owner.map(|o| format!("{} <{}>", o.display_name, o.email)),
+                owner: v.owner.map(|o| person(&o.display_name, &o.email)),
                 browser: match (v.browser_name, v.browser_version) {
                     (Some(n), Some(ver)) => format!("{n} {ver}"),
                     (Some(n), None) => n,

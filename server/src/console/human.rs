@@ -1,5 +1,7 @@
-//! Times in human terms ("2 min ago", "in 89 days"): the console shows these,
-//! with the exact time on hover.
+//! Times and people in human terms: "2 min ago", "in 89 days" (with the exact
+//! time on hover), and "Ada Lovelace <ada@example.com>".
+
+use crate::store::MemberRecord;
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
@@ -46,6 +48,26 @@ impl When {
         Self {
             words: relative(now, ms),
             exact: exact(ms),
+        }
+    }
+}
+
+/// A person as every console page names them: "Name <email>".
+pub fn person(display_name: &str, email: &str) -> String {
+    format!("{display_name} <{email}>")
+}
+
+/// A member to pick in a form.
+pub struct MemberChoice {
+    pub id: String,
+    pub name: String,
+}
+
+impl MemberChoice {
+    pub fn of(m: &MemberRecord) -> Self {
+        Self {
+            id: m.id.clone(),
+            name: person(&m.display_name, &m.email),
         }
     }
 }

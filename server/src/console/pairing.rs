@@ -11,7 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
-use super::human::When;
+use super::human::{MemberChoice, When, person};
 use super::page::{ConsoleError, Frame, render};
 use super::posted::{CsrfForm, Posted, WithCsrf};
 use super::signed_in::SignedIn;
@@ -21,11 +21,6 @@ use crate::app::AppState;
 use crate::store::PendingPairingRecord;
 
 /// A member a link can be for.
-pub struct MemberChoice {
-    pub id: String,
-    pub name: String,
-}
-
 /// A link not used yet.
 pub struct PendingRow {
     pub id: String,
@@ -75,7 +70,7 @@ async fn page(
     let name = |id: &str| {
         all.iter()
             .find(|m| m.id == id)
-            .map(|m| format!("{} <{}>", m.display_name, m.email))
+            .map(|m| person(&m.display_name, &m.email))
     };
     let pending: Vec<PendingRow> = visible(state, me)
         .await?
@@ -93,12 +88,7 @@ async fn page(
         })
         .collect();
     let members = if me.is_admin() {
-        all.iter()
-            .map(|m| MemberChoice {
-                id: m.id.clone(),
-                name: format!("{} <{}>", m.display_name, m.email),
-            })
-            .collect()
+        all.iter().map(MemberChoice::of).collect()
     } else {
         Vec::new()
     };

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use latchkey_protocol::agent::{SessionPhase, SessionView};
 
 use super::devices::visible;
-use super::human::When;
+use super::human::{When, person};
 use super::page::{ConsoleError, Frame, render};
 use super::posted::{CsrfForm, Posted};
 use super::signed_in::SignedIn;
@@ -55,7 +55,7 @@ pub async fn session_rows(state: &AppState, me: &SignedIn) -> Result<Vec<Session
                 .owner_id
                 .as_ref()
                 .and_then(|id| owners.get(id))
-                .map(|o| format!("{} <{}>", o.display_name, o.email));
+                .map(|o| person(&o.display_name, &o.email));
             (d.id.as_str(), (d.label.as_str(), owner))
         })
         .collect();

@@ -96,7 +96,7 @@ fn csrf_of(cookie_secret: &str) -> String {
 
 /// Refuse a request a browser says came from another site (`Sec-Fetch-Site`);
 /// older browsers that do not send it still need the CSRF token.
-fn same_site(headers: &HeaderMap) -> Result<(), ConsoleError> {
+pub(super) fn same_site(headers: &HeaderMap) -> Result<(), ConsoleError> {
     match headers.get("sec-fetch-site").map(HeaderValue::as_bytes) {
         None | Some(b"same-origin" | b"none") => Ok(()),
         Some(_) => Err(ConsoleError::forged()),

@@ -10,7 +10,7 @@ use latchkey_protocol::ErrorCode;
 use latchkey_protocol::api::{CreateTokenRequest, Role};
 use serde::Deserialize;
 
-use super::human::When;
+use super::human::{MemberChoice, When, person};
 use super::page::{ConsoleError, Frame, render};
 use super::posted::{CsrfForm, Posted, WithCsrf};
 use super::signed_in::SignedIn;
@@ -30,12 +30,6 @@ pub struct TokenRow {
     pub expires: Option<When>,
     /// "Active", "Revoked", "Expired".
     pub status: &'static str,
-}
-
-/// A member to pick.
-pub struct MemberChoice {
-    pub id: String,
-    pub name: String,
 }
 
 #[derive(Template)]
@@ -77,7 +71,7 @@ async fn page(
         members
             .iter()
             .find(|m| m.id == id)
-            .map(|m| format!("{} <{}>", m.display_name, m.email))
+            .map(|m| person(&m.display_name, &m.email))
     };
     let rows = state
         .store
@@ -108,10 +102,7 @@ async fn page(
     let choices = members
         .iter()
         .filter(|m| m.removed_at.is_none())
-        .map(|m| MemberChoice {
-            id: m.id.clone(),
-            name: format!("{} <{}>", m.display_name, m.email),
-        })
+        .map(MemberChoice::of)
         .collect();
     let status = if created.is_some() {
         StatusCode::CREATED
