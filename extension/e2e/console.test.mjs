@@ -105,6 +105,19 @@ test('an admin signs in, pairs the browser from a console link, sees it online, 
   await page.getByRole('link', { name: 'Devices' }).click();
   await page.waitForURL('**/console/devices');
 
+  // Revoke every browser waits for the team's name: anything else changes nothing.
+  await page.getByRole('link', { name: 'Revoke every browser…' }).click();
+  await page.waitForURL('**/console/devices/revoke-all');
+  assert.match((await page.locator('main').textContent()) ?? '', /1 active browser \(1 connected now/);
+  await page.fill('#confirm-team', 'not the name');
+  await page.getByRole('button', { name: 'Revoke every browser' }).click();
+  await page.locator('#confirm-problem').waitFor();
+  assert.match((await page.locator('#confirm-problem').textContent()) ?? '', /Nothing was revoked/);
+  await check('console-revoke-all');
+  await page.getByRole('link', { name: 'Cancel' }).click();
+  await page.waitForURL('**/console/devices');
+  assert.match((await row.textContent()) ?? '', /Online/);
+
   await row.getByRole('link', { name: /Revoke/ }).click();
   await page.waitForURL(`**/console/devices/${deviceId}/revoke`);
   assert.match((await page.locator('h1').textContent()) ?? '', /Revoke “Kitchen laptop”\?/);
@@ -117,6 +130,14 @@ test('an admin signs in, pairs the browser from a console link, sees it online, 
     10_000,
     'revoked in the popup',
   );
+
+  // Renamed: the row says so.
+  await row.getByRole('link', { name: /Rename/ }).click();
+  await page.waitForURL(`**/console/devices/${deviceId}/rename`);
+  await page.fill('#device-label', 'Old kitchen laptop');
+  await page.getByRole('button', { name: 'Rename' }).click();
+  await page.waitForURL('**/console/devices');
+  assert.match((await row.textContent()) ?? '', /Old kitchen laptop/);
 
   // The tokens page: a new agent token is shown once, with a copy button.
   await page.getByRole('link', { name: 'Agents and tokens' }).click();

@@ -147,12 +147,19 @@ pub async fn rename(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RenameDeviceRequest>,
 ) -> Result<Json<DeviceView>, ApiError> {
-    let id = checked_id(&id)?;
-    let label = super::clean_name(
-        &body.label,
-        "label",
-        latchkey_protocol::text::MAX_LABEL_CHARS,
-    )?;
+    let d = rename_one(&state, &p, checked_id(&id)?, &body.label).await?;
+    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
+}
+
+/// Give device `id` of `p`'s tenant the label `label` (checked and cleaned as
+/// every label is); audited as `p`'s act. Also the console's Rename.
+pub(crate) async fn rename_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+    label: &str,
+) -> Result<DeviceRecord, ApiError> {
+    let label = super::clean_name(label, "label", latchkey_protocol::text::MAX_LABEL_CHARS)?;
     let d = state
         .store
         .rename_device(&p.tenant_id, id, &label)
@@ -169,7 +176,7 @@ pub async fn rename(
             detail: None,
         })
         .await;
-    Ok(Json(view_one(&state, &p.tenant_id, d).await?))
+    Ok(d)
 }
 
 #[utoipa::path(
@@ -230,11 +237,20 @@ pub async fn revoke_all(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
 ) -> Result<Json<RevokeAllResult>, ApiError> {
+    revoke_everything(&state, &p).await.map(Json)
+}
+
+/// Revoke every device of `p`'s tenant, void its unused links and close every
+/// live socket (4001); audited as `p`'s act. Also the console's Revoke all.
+pub(crate) async fn revoke_everything(
+    state: &AppState,
+    p: &Principal,
+) -> Result<RevokeAllResult, ApiError> {
     let now = state.clock.now_ms();
     // Closed first and again after the commit, as in `revoke`.
-    crate::devices::revocation::close_revoked_team(&state, &p.tenant_id);
+    crate::devices::revocation::close_revoked_team(state, &p.tenant_id);
     let (ids, voided) = state.store.revoke_all_devices(&p.tenant_id, now).await?;
-    crate::devices::revocation::close_revoked(&state, &p.tenant_id, &ids);
+    crate::devices::revocation::close_revoked(state, &p.tenant_id, &ids);
     metrics::counter!(crate::telemetry::metrics::REVOCATIONS).increment(ids.len() as u64);
     tracing::info!(tenant = %p.tenant_id, devices = ids.len(), voided, "all devices revoked");
     state
@@ -251,10 +267,10 @@ pub async fn revoke_all(
             )),
         })
         .await;
-    Ok(Json(RevokeAllResult {
+    Ok(RevokeAllResult {
         revoked_devices: ids.len() as u64,
         voided_pairings: voided,
-    }))
+    })
 }
 
 /// `POST /v1/admin/devices/{id}/forget`: take a device whose grant has ended

@@ -126,7 +126,11 @@ pub async fn list(State(state): State<AppState>, me: SignedIn) -> Result<Respons
 
 /// The device `id` if `me` may see it; otherwise `not_found`, exactly as for an
 /// unknown id.
-async fn one(state: &AppState, me: &SignedIn, id: &str) -> Result<DeviceRecord, ApiError> {
+pub(super) async fn one(
+    state: &AppState,
+    me: &SignedIn,
+    id: &str,
+) -> Result<DeviceRecord, ApiError> {
     let id = checked_id(id)?;
     let d = state
         .store

@@ -32,6 +32,7 @@ const SETTLE: Duration = Duration::from_millis(250);
 #[derive(Template)]
 #[template(path = "console/device_list.html")]
 struct DeviceList {
+    admin: bool,
     rows: Vec<DeviceRow>,
 }
 
@@ -96,6 +97,7 @@ impl Follow {
         let (state, me) = (&self.state, &self.me);
         let html = match self.listing {
             Listing::Devices => DeviceList {
+                admin: me.is_admin(),
                 rows: device_rows(state, me).await.map_err(|_| ())?,
             }
             .render(),

@@ -7,6 +7,7 @@
 //! with the sign-in's CSRF token.
 
 mod audit;
+mod device_actions;
 mod devices;
 mod human;
 mod live;
@@ -76,6 +77,14 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/console/devices/{id}/revoke",
             get(devices::confirm_revoke).post(devices::revoke),
+        )
+        .route(
+            "/console/devices/{id}/rename",
+            get(device_actions::confirm_rename).post(device_actions::rename),
+        )
+        .route(
+            "/console/devices/revoke-all",
+            get(device_actions::confirm_revoke_all).post(device_actions::revoke_all),
         )
         .layer(middleware::from_fn(security_headers))
 }
