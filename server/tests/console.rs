@@ -23,9 +23,7 @@ async fn an_admin_signs_in_sees_the_team_and_revokes_a_browser(backend: Backend)
         .add_member("Alice", "alice@example.com")
         .await
         .expect("alice");
-    let link = admin.create_pairing_for(&alice.id).await.expect("link");
-    let mut ext = server.extension_from_link(&link.link).expect("ext");
-    let hers = ext.pair().await.expect("pair").device_id;
+    let (ext, hers) = server.paired_for(&alice.id).await.expect("paired");
     let mut socket = ext.connect_online().await.expect("online");
     let mut web = server.console();
 
@@ -174,19 +172,10 @@ backend_tests!(
 async fn a_member_sees_only_their_own_and_removal_ends_their_sign_in(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let alice = admin
-        .add_member("Alice", "alice@example.com")
-        .await
-        .expect("alice");
-    let bob = admin
-        .add_member("Bob", "bob@example.com")
-        .await
-        .expect("bob");
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
     let mut ids = Vec::new();
     for member in [&alice.id, &bob.id] {
-        let link = admin.create_pairing_for(member).await.expect("link");
-        let mut ext = server.extension_from_link(&link.link).expect("ext");
-        ids.push(ext.pair().await.expect("pair").device_id);
+        ids.push(server.paired_for(member).await.expect("paired").1);
     }
     let (hers, his) = (&ids[0], &ids[1]);
     let mut web = server.console();

@@ -80,9 +80,7 @@ async fn an_admin_adds_and_removes_members(backend: Backend) {
             .status,
         403
     );
-    let link = admin.create_pairing_for(&alice).await.expect("link");
-    let mut ext = server.extension_from_link(&link.link).expect("ext");
-    ext.pair().await.expect("pair");
+    let (ext, _) = server.paired_for(&alice).await.expect("paired");
     let mut socket = ext.connect_online().await.expect("online");
 
     let confirm = web

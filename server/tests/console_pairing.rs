@@ -38,14 +38,7 @@ fn pending_ids(page: &Page) -> Vec<String> {
 async fn links_made_in_the_console_pair_the_right_browser_and_void(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let alice = admin
-        .add_member("Alice", "alice@example.com")
-        .await
-        .expect("alice");
-    let bob = admin
-        .add_member("Bob", "bob@example.com")
-        .await
-        .expect("bob");
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
     let mut web = server.console();
     assert_eq!(
         web.sign_in(&server.admin_token).await.expect("in").status,

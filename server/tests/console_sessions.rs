@@ -14,17 +14,8 @@ use serde_json::json;
 async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let alice = admin
-        .add_member("Alice", "alice@example.com")
-        .await
-        .expect("alice");
-    let bob = admin
-        .add_member("Bob", "bob@example.com")
-        .await
-        .expect("bob");
-    let link = admin.create_pairing_for(&alice.id).await.expect("link");
-    let mut ext = server.extension_from_link(&link.link).expect("ext");
-    let device = ext.pair().await.expect("pair").device_id;
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
+    let (ext, device) = server.paired_for(&alice.id).await.expect("paired");
     let _browser = FakeBrowser::serve(
         ext.connect_online().await.expect("online"),
         Arc::new(|_| None),

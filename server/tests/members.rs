@@ -31,9 +31,7 @@ async fn a_members_browser_is_theirs_until_they_are_removed(backend: Backend) {
         .expect("bob");
 
     // A link made for Alice pairs a browser that is hers.
-    let link = admin.create_pairing_for(&alice.id).await.expect("link");
-    let mut ext = server.extension_from_link(&link.link).expect("ext");
-    let device = ext.pair().await.expect("pair").device_id;
+    let (ext, device) = server.paired_for(&alice.id).await.expect("paired");
     let mut socket = ext.connect_online().await.expect("online");
     // Bob's browser stays his through Alice's removal.
     let bobs_link = admin.create_pairing_for(&bob.id).await.expect("link");

@@ -29,14 +29,7 @@ async fn ok<T: serde::de::DeserializeOwned>(
 async fn a_person_manages_their_own_browsers_and_nothing_else(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let alice = admin
-        .add_member("Alice", "alice@example.com")
-        .await
-        .expect("alice");
-    let bob = admin
-        .add_member("Bob", "bob@example.com")
-        .await
-        .expect("bob");
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
     let as_alice = server.admin_with(&admin.member_token(&alice.id).await.expect("token"));
 
     let me: MemberView = ok(&as_alice, Method::GET, "/v1/me", None).await;

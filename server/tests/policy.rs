@@ -397,25 +397,10 @@ async fn bad_policies_are_refused_whole_and_change_nothing(backend: Backend) {
 async fn who_may_set_a_browsers_policy(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
-    let alice = admin
-        .add_member("Alice", "alice@example.com")
-        .await
-        .expect("alice");
-    let bob = admin
-        .add_member("Bob", "bob@example.com")
-        .await
-        .expect("bob");
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
     let as_alice = server.admin_with(&admin.member_token(&alice.id).await.expect("token"));
-    let paired = |member: String| {
-        let (admin, server) = (admin.clone(), &server);
-        async move {
-            let link = admin.create_pairing_for(&member).await.expect("link");
-            let mut ext = server.extension_from_link(&link.link).expect("ext");
-            ext.pair().await.expect("pair").device_id
-        }
-    };
-    let hers = paired(alice.id.clone()).await;
-    let his = paired(bob.id.clone()).await;
+    let hers = server.paired_for(&alice.id).await.expect("paired").1;
+    let his = server.paired_for(&bob.id).await.expect("paired").1;
 
     let mine = format!("/v1/me/devices/{hers}/policy");
     let set = put(&as_alice, &mine, json!({"capabilities": ["read"]})).await;

@@ -144,6 +144,13 @@ impl AdminClient {
         Ok(body["sessions"].clone())
     }
 
+    /// Alice and Bob, two members: what a test of who sees whose browsers needs.
+    pub async fn alice_and_bob(&self) -> anyhow::Result<(MemberView, MemberView)> {
+        let alice = self.add_member("Alice", "alice@example.com").await?;
+        let bob = self.add_member("Bob", "bob@example.com").await?;
+        Ok((alice, bob))
+    }
+
     /// `POST /v1/admin/members`.
     pub async fn add_member(&self, name: &str, email: &str) -> anyhow::Result<MemberView> {
         let body = serde_json::json!({ "display_name": name, "email": email });

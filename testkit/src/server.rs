@@ -442,6 +442,15 @@ impl TestServer {
         self.extension_from_link(&pairing.link)
     }
 
+    /// A browser paired for member `member_id` through a link the bootstrap admin
+    /// made: its extension (paired, not connected) and its device id.
+    pub async fn paired_for(&self, member_id: &str) -> anyhow::Result<(FakeExtension, String)> {
+        let link = self.admin().create_pairing_for(member_id).await?;
+        let mut ext = self.extension_from_link(&link.link)?;
+        let device = ext.pair().await?.device_id;
+        Ok((ext, device))
+    }
+
     /// A fake extension holding the pairing `link` (one made for a member, say).
     pub fn extension_from_link(&self, link: &str) -> anyhow::Result<FakeExtension> {
         FakeExtension::from_link(link, self.http.clone(), self.client_tls())
