@@ -201,6 +201,61 @@ async fn an_admin_on_another_replica_stops_any_session_of_the_team() {
     }
 }
 
+/// The browser's person ends a session from the console on another replica: it
+/// ends `user_stopped` where it lives; another member's End through that
+/// replica answers as for an unknown session and reaches nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_ends_a_session_on_their_browser_through_another_replica() {
+    let Some((_nats, a, b)) = two_replicas().await else {
+        return;
+    };
+    let admin = a.admin();
+    let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
+    let (ext, device) = a.paired_for(&alice.id).await.expect("paired");
+    let browser = FakeBrowser::serve(
+        ext.connect_online().await.expect("online"),
+        std::sync::Arc::new(|_| None),
+    );
+    let agent = a.new_agent().await.expect("agent");
+    let session = agent.start(Some(&device)).await.expect("session").id;
+    let mut events = agent.events(&session).await.expect("events on A");
+    let end = format!("/console/sessions/{session}/end");
+
+    let as_bob = b
+        .console_signed_in(&admin.member_token(&bob.id).await.expect("token"))
+        .await
+        .expect("Bob on B");
+    let csrf = as_bob
+        .get("/console/sessions")
+        .await
+        .expect("page")
+        .csrf()
+        .expect("csrf");
+    let refused = as_bob.post(&end, &[("csrf", &csrf)]).await.expect("answer");
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    assert_eq!(browser.count("tool.session_stop"), 0);
+
+    let as_alice = b
+        .console_signed_in(&admin.member_token(&alice.id).await.expect("token"))
+        .await
+        .expect("Alice on B");
+    let page = as_alice.get("/console/sessions").await.expect("page");
+    assert!(page.body.contains(&end), "listed on B: {}", page.body);
+    let done = as_alice
+        .post(&end, &[("csrf", &page.csrf().expect("csrf"))])
+        .await
+        .expect("end");
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(browser.count("tool.session_stop"), 1);
+    assert_eq!(
+        event_of(&mut events, "session_ended").await["reason"],
+        "user_stopped"
+    );
+    for s in [b, a] {
+        s.stop().await;
+    }
+}
+
 /// The agent gives up on a call it made through B: the cancel crosses to the
 /// session's replica and reaches the browser, as for a local call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

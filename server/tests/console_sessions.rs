@@ -1,8 +1,9 @@
 //! The console's Sessions page on the real server, both backends
 //! (docs/console.md, "Sessions"): the team's open sessions for an admin, with the
 //! agent, the browser and its owner, live; those on their own browsers for a
-//! member and no one else's; ending one is an admin's, with the CSRF token only,
-//! and the agent hears `stopped_by_admin`.
+//! member and no one else's. Ending one takes the CSRF token: an admin's End is
+//! `stopped_by_admin` to the agent, the browser's owner's is `user_stopped`, and
+//! anyone else's answers as for an unknown session.
 
 #![allow(clippy::expect_used, clippy::panic)]
 
@@ -51,20 +52,16 @@ async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(b
     assert!(page.body.contains("Idle"));
     let csrf = page.csrf().expect("csrf");
 
-    // Alice sees the session on her browser, but may not end it here; Bob sees nothing.
+    // Alice sees the session on her browser, with End; Bob sees nothing, and his
+    // End of it answers as for an unknown session.
     let as_alice = server
         .console_signed_in(&admin.member_token(&alice.id).await.expect("t"))
         .await
         .expect("sign in");
     let hers = as_alice.get("/console/sessions").await.expect("page");
     assert!(hers.body.contains(&marker));
-    assert!(!hers.body.contains("/end\""), "no End for a member");
     let end = format!("/console/sessions/{session}/end");
-    let refused = as_alice
-        .post(&end, &[("csrf", &hers.csrf().expect("csrf"))])
-        .await
-        .expect("answer");
-    assert_eq!(refused.status, 403);
+    assert!(hers.body.contains(&end), "End for the browser's owner");
     let as_bob = server
         .console_signed_in(&admin.member_token(&bob.id).await.expect("t"))
         .await
@@ -72,6 +69,12 @@ async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(b
     let his = as_bob.get("/console/sessions").await.expect("page");
     assert!(!his.body.contains(&marker));
     assert!(his.body.contains("No agent is using a browser now"));
+    let refused = as_bob
+        .post(&end, &[("csrf", &his.csrf().expect("csrf"))])
+        .await
+        .expect("answer");
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    assert!(refused.body.contains("not_found"), "{}", refused.body);
 
     // A wrong CSRF token changes nothing; the right one ends it.
     assert_eq!(
@@ -109,6 +112,33 @@ async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(b
             break;
         }
     }
+
+    // The browser's owner ends the next one: the agent hears the person stopped it.
+    let next = agent.start(Some(&device)).await.expect("session").id;
+    let page = as_alice.get("/console/sessions").await.expect("page");
+    let end = format!("/console/sessions/{next}/end");
+    assert!(page.body.contains(&end), "{}", page.body);
+    let done = as_alice
+        .post(&end, &[("csrf", &page.csrf().expect("csrf"))])
+        .await
+        .expect("end");
+    assert_eq!(
+        (done.status, done.location()),
+        (303, Some("/console/sessions"))
+    );
+    let after = agent
+        .call(&next, "tool.snapshot", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(
+        (
+            &after.body["error"]["code"],
+            &after.body["error"]["data"]["reason"]
+        ),
+        (&json!("session_ended"), &json!("user_stopped")),
+        "{}",
+        after.body
+    );
     server.stop().await;
 }
 

@@ -80,6 +80,12 @@ pub enum SessionOp {
     /// Stop the session (an agent's stop, or an admin's when the asker names
     /// no token).
     Stop,
+    /// Stop the session for the person whose browser it is (a member ending it
+    /// from the console), asked with no token: answered as for an unknown
+    /// session unless the session's browser is `member_id`'s; it ends
+    /// `user_stopped`. A replica that predates this op drops the request as
+    /// unreadable, so it is refused, never taken for an admin's stop.
+    StopForOwner { member_id: String },
     /// May the asker follow the session's events? Answered `true`; the events
     /// themselves travel on [`events_subject`].
     Watch,
@@ -194,5 +200,18 @@ mod tests {
         let err = SessionReply::error_text(ErrorBody::new(crate::ErrorCode::NotFound, "x"));
         let read: SessionReply = serde_json::from_str(&err).unwrap_or_else(|e| unreachable!("{e}"));
         assert_eq!(read.error.map(|e| e.code), Some(crate::ErrorCode::NotFound));
+    }
+
+    #[test]
+    fn an_owners_stop_names_the_member_and_reads_back() {
+        let op = SessionOp::StopForOwner {
+            member_id: "mem_1".into(),
+        };
+        let text = serde_json::to_string(&op).unwrap_or_default();
+        assert_eq!(text, r#"{"op":"stop_for_owner","member_id":"mem_1"}"#);
+        let back: SessionOp = serde_json::from_str(&text).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(back, op);
+        // Without its member it is no request at all, never a plain stop.
+        assert!(serde_json::from_str::<SessionOp>(r#"{"op":"stop_for_owner"}"#).is_err());
     }
 }

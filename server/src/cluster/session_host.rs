@@ -243,6 +243,16 @@ async fn run(core: &Core, session: &Arc<Session>, by_admin: bool, op: SessionOp)
                 SessionReply::ok_text(&serde_json::to_string(&r).unwrap_or_else(|_| "{}".into()))
             })
         }
+        SessionOp::StopForOwner { member_id } if by_admin => {
+            start_stop::stop_for_owner(core, session, &member_id)
+                .await
+                .map(|r| {
+                    SessionReply::ok_text(
+                        &serde_json::to_string(&r).unwrap_or_else(|_| "{}".into()),
+                    )
+                })
+        }
+        SessionOp::StopForOwner { .. } => Err(CoreError::SessionNotFound),
         SessionOp::Watch => Ok(SessionReply::ok_text("true")),
         SessionOp::Cancel => Err(CoreError::Internal("a cancel is not a request")),
     };

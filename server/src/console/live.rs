@@ -40,7 +40,6 @@ struct DeviceList {
 #[template(path = "console/session_list.html")]
 struct SessionList {
     frame: Option<Frame>,
-    admin: bool,
     rows: Vec<SessionRow>,
 }
 
@@ -103,7 +102,6 @@ impl Follow {
             .render(),
             Listing::Sessions => SessionList {
                 frame: Some(me.frame()),
-                admin: me.is_admin(),
                 rows: session_rows(state, me).await.map_err(|_| ())?,
             }
             .render(),

@@ -1,7 +1,7 @@
 //! The Sessions page (docs/console.md, "Sessions"): the agent sessions open now,
 //! on every replica: which agent, on which browser and whose, since when, its
 //! last action and whether it is working. An admin sees the team's and may end
-//! any; a member sees those on their own browsers.
+//! any; a member sees those on their own browsers and may end them.
 
 use std::collections::HashMap;
 
@@ -18,6 +18,7 @@ use super::posted::{CsrfForm, Posted};
 use super::signed_in::SignedIn;
 use crate::api_error::ApiError;
 use crate::app::AppState;
+use crate::core_error::CoreError;
 use crate::sessions::routed::{self, Scope};
 
 /// One open session.
@@ -106,19 +107,20 @@ pub async fn list(State(state): State<AppState>, me: SignedIn) -> Result<Respons
     ))
 }
 
-/// End a session of the team (admins): as `DELETE /v1/admin/sessions/{id}`,
-/// with reason `stopped_by_admin`.
+/// End a session: an admin any of the team's, as `DELETE /v1/admin/sessions/{id}`
+/// (`stopped_by_admin`); a member one on their own browser, as the person's Stop
+/// in the browser (`user_stopped`). Any other answers as an unknown session.
 pub async fn end(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Posted { me, form: _ }: Posted<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    me.admin_only("ending a session from the console needs an admin; the person can end it from the extension")?;
-    let scope = Scope::Admin {
-        tenant_id: &me.principal.tenant_id,
+    let tenant_id = &me.principal.tenant_id;
+    let ended = match (me.is_admin(), me.principal.member_id.as_deref()) {
+        (true, _) => routed::stop(&state, Scope::Admin { tenant_id }, &id).await,
+        (false, Some(member_id)) => routed::stop_for_owner(&state, tenant_id, member_id, &id).await,
+        (false, None) => Err(CoreError::SessionNotFound),
     };
-    routed::stop(&state, scope, &id)
-        .await
-        .map_err(ApiError::from)?;
+    ended.map_err(ApiError::from)?;
     Ok(Redirect::to("/console/sessions").into_response())
 }

@@ -199,15 +199,44 @@ pub async fn stop(core: &Core, scope: Scope<'_>, id: &str) -> Result<StopSession
             };
             start_stop::stop(core, &session, reason).await
         }
+        Found::Elsewhere => stop_elsewhere(core, scope, id, SessionOp::Stop).await,
+    }
+}
+
+/// Ask session `id`'s replica to stop it (`op` is a stop).
+async fn stop_elsewhere(
+    core: &Core,
+    scope: Scope<'_>,
+    id: &str,
+    op: SessionOp,
+) -> Result<StopSessionResult, CoreError> {
+    // A stop waits up to 5 s for a call in flight, then the browser.
+    let wait = Duration::from_secs(5) + Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
+    let raw = core
+        .peers
+        .ask_session(scope.asker(id), id, op, wait + RELAY_SLACK)
+        .await?;
+    serde_json::from_str(raw.get())
+        .map_err(|_| CoreError::Internal("a replica's stop answer does not parse"))
+}
+
+/// Stop session `id` of tenant `tenant_id` for member `member_id`, the person
+/// whose browser it is (the console's End for a member), wherever it lives; a
+/// session on anyone else's browser answers as an unknown one.
+pub async fn stop_for_owner(
+    core: &Core,
+    tenant_id: &str,
+    member_id: &str,
+    id: &str,
+) -> Result<StopSessionResult, CoreError> {
+    let scope = Scope::Admin { tenant_id };
+    match find(core, scope, id)? {
+        Found::Here(session) => start_stop::stop_for_owner(core, &session, member_id).await,
         Found::Elsewhere => {
-            // A stop waits up to 5 s for a call in flight, then the browser.
-            let wait = Duration::from_secs(5) + Duration::from_millis(SESSION_STOP_TIMEOUT_MS);
-            let raw = core
-                .peers
-                .ask_session(scope.asker(id), id, SessionOp::Stop, wait + RELAY_SLACK)
-                .await?;
-            serde_json::from_str(raw.get())
-                .map_err(|_| CoreError::Internal("a replica's stop answer does not parse"))
+            let op = SessionOp::StopForOwner {
+                member_id: member_id.to_owned(),
+            };
+            stop_elsewhere(core, scope, id, op).await
         }
     }
 }

@@ -275,6 +275,25 @@ pub async fn stop(
     tracing::Instrument::instrument(stop_session(state, session, reason), span).await
 }
 
+/// Stop `session` for the person whose browser it is: `member_id` must own the
+/// session's browser, or the session answers as unknown (as anyone else's
+/// does). It ends `user_stopped`, as the person's Stop in the browser does.
+pub async fn stop_for_owner(
+    state: &Core,
+    session: &Arc<Session>,
+    member_id: &str,
+) -> Result<StopSessionResult, CoreError> {
+    // A device's owner is set when it pairs and never changes: this read decides.
+    let device = state
+        .store
+        .device(&session.tenant_id, &session.device_id)
+        .await?;
+    if device.and_then(|d| d.owner_id).as_deref() != Some(member_id) {
+        return Err(CoreError::SessionNotFound);
+    }
+    stop(state, session, EndReason::UserStopped).await
+}
+
 async fn stop_session(
     state: &Core,
     session: &Arc<Session>,
