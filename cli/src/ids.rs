@@ -30,6 +30,8 @@ pub enum IdKind {
     Pairing,
     /// Any session of the team (admin).
     TeamSession,
+    /// A session on a browser of the caller's own (member).
+    MySession,
     /// A session of the caller's (agent).
     Session,
     Delegation,
@@ -44,7 +46,7 @@ impl IdKind {
             IdKind::Token => "token",
             IdKind::Member => "member",
             IdKind::Pairing => "pairing link",
-            IdKind::TeamSession | IdKind::Session => "session",
+            IdKind::TeamSession | IdKind::MySession | IdKind::Session => "session",
             IdKind::Delegation => "delegation",
             IdKind::Webhook => "webhook",
         }
@@ -57,6 +59,7 @@ impl IdKind {
             | IdKind::MyDevice
             | IdKind::Browser
             | IdKind::TeamSession
+            | IdKind::MySession
             | IdKind::Session => ("", 32),
             IdKind::Token => ("tok_", 16),
             IdKind::Member => ("mem_", 16),
@@ -76,6 +79,7 @@ impl IdKind {
             IdKind::Member => ("/v1/admin/members", "members"),
             IdKind::Pairing => ("/v1/admin/pairings", "pairings"),
             IdKind::TeamSession => ("/v1/admin/sessions", "sessions"),
+            IdKind::MySession => ("/v1/me/sessions", "sessions"),
             IdKind::Session => ("/v1/sessions", "sessions"),
             IdKind::Delegation => ("/v1/delegations", "delegations"),
             IdKind::Webhook => ("/v1/admin/webhooks", "webhooks"),

@@ -1,6 +1,7 @@
 //! `latchkey admin members …`: the people of the team, and `latchkey me …`: a
 //! person's own browsers with their own token (docs/people.md).
 
+use latchkey_protocol::agent::{SessionList, StopSessionResult};
 use latchkey_protocol::api::{
     CreateMemberRequest, CreateOwnPairingRequest, DeviceList, DeviceView, MemberList,
     MemberRemovedView, MemberView, PairingCreated,
@@ -129,6 +130,29 @@ pub async fn run_me(client: &ApiClient, cmd: MeCommand, json: bool) -> Result<()
             }
         }
         MeCommand::Policy(cmd) => return crate::policy::run_me(client, cmd, json).await,
+        MeCommand::Sessions => {
+            let list: SessionList = client
+                .call(Method::GET, "/v1/me/sessions", None::<&Value>)
+                .await?;
+            if json {
+                crate::output::json(&list);
+                return Ok(());
+            }
+            let mut labels = std::collections::HashMap::new();
+            if !list.sessions.is_empty() {
+                let devices: DeviceList = client
+                    .call(Method::GET, "/v1/me/devices", None::<&Value>)
+                    .await?;
+                labels.extend(devices.devices.into_iter().map(|d| (d.id, d.label)));
+            }
+            crate::sessions::sessions_table(&list.sessions, Some(&labels));
+        }
+        MeCommand::End { id } => {
+            let id = resolve(client, IdKind::MySession, &id).await?;
+            let path = format!("/v1/me/sessions/{}", crate::tools::segment(&id));
+            let r: StopSessionResult = client.call(Method::DELETE, &path, None::<&Value>).await?;
+            crate::sessions::say_stopped(&id, &r, "user_stopped", json);
+        }
         MeCommand::Revoke { id } => {
             let id = resolve(client, IdKind::MyDevice, &id).await?;
             let path = format!("/v1/me/devices/{}", crate::tools::segment(&id));

@@ -155,6 +155,22 @@ pub async fn session(client: &ApiClient, cmd: SessionCommand, json: bool) -> Res
 
 /// Sessions as a table; with `labels`, each browser by its label (an admin's view
 /// of the team's sessions) and who runs it.
+/// What a stop of session `id` by someone other than its agent did, the agent
+/// having been told `told`; as JSON with `--json`.
+pub fn say_stopped(id: &str, r: &StopSessionResult, told: &str, json: bool) {
+    if json {
+        crate::output::json(r);
+    } else if r.stopped {
+        out!("session {} stopped; its agent was told {told}", cell(id));
+    } else {
+        out!(
+            "session {} is still open: {} borrowed tab(s) could not be returned; retry",
+            cell(id),
+            r.return_failures.len()
+        );
+    }
+}
+
 pub fn sessions_table(
     sessions: &[SessionView],
     labels: Option<&std::collections::HashMap<String, String>>,

@@ -44,20 +44,7 @@ pub async fn sessions(
             let id = resolve(client, IdKind::TeamSession, &id).await?;
             let path = format!("/v1/admin/sessions/{}", segment(&id));
             let r: StopSessionResult = client.call(Method::DELETE, &path, NO_BODY).await?;
-            if json {
-                crate::output::json(&r);
-            } else if r.stopped {
-                out!(
-                    "session {} stopped; its agent was told stopped_by_admin",
-                    cell(&id)
-                );
-            } else {
-                out!(
-                    "session {} is still open: {} borrowed tab(s) could not be returned; retry",
-                    cell(&id),
-                    r.return_failures.len()
-                );
-            }
+            crate::sessions::say_stopped(&id, &r, "stopped_by_admin", json);
         }
     }
     Ok(())

@@ -114,3 +114,51 @@ async fn members_and_their_own_browsers() {
     assert!(!r.stdout.contains(&own) && !r.stderr.contains(&own));
     server.stop().await;
 }
+
+/// `latchkey me sessions` and `latchkey me end`: the person sees the agent
+/// sessions on their browsers by label, and ends one by a prefix of its id; the
+/// agent is told `user_stopped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_ends_an_agents_session_on_their_browser() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let admin = server.admin();
+    let (alice, _bob) = admin.alice_and_bob().await.expect("alice and bob");
+    let (ext, device) = server.paired_for(&alice.id).await.expect("paired");
+    let _browser = latchkey_testkit::FakeBrowser::serve(
+        ext.connect_online().await.expect("online"),
+        std::sync::Arc::new(|_| None),
+    );
+    let agent = server.new_agent().await.expect("agent");
+    let session = agent.start(Some(&device)).await.expect("session").id;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server.http_base();
+    let own = admin.member_token(&alice.id).await.expect("token");
+    let me = [
+        ("LATCHKEY_URL", url.as_str()),
+        ("LATCHKEY_TOKEN", own.as_str()),
+    ];
+    let label = admin.device(&device).await.expect("device").label;
+
+    let r = latchkey(dir.path(), &me, &["me", "sessions"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(&session[..8]) && r.stdout.contains(&label),
+        "{}",
+        r.stdout
+    );
+    let r = latchkey(dir.path(), &me, &["--json", "me", "sessions"]).await;
+    assert_eq!(r.json()["sessions"][0]["id"], session.as_str());
+
+    let r = latchkey(dir.path(), &me, &["me", "end", &session[..8]]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("told user_stopped"), "{}", r.stdout);
+    let after = agent
+        .call(&session, "tool.snapshot", serde_json::json!({}))
+        .await
+        .expect("call");
+    assert_eq!(after.body["error"]["data"]["reason"], "user_stopped");
+    let r = latchkey(dir.path(), &me, &["--json", "me", "end", &session]).await;
+    assert_eq!(r.code, i32::from(exit::NOT_FOUND), "{}", r.stdout);
+    assert_eq!(r.json()["error"]["code"], "not_found");
+    server.stop().await;
+}

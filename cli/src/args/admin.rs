@@ -255,6 +255,14 @@ pub enum MeCommand {
         /// The device's id, or a unique prefix of it.
         id: String,
     },
+    /// The agent sessions open now on your browsers.
+    Sessions,
+    /// End an agent session on a browser of yours, as Stop in the browser does:
+    /// the agent is told `user_stopped`.
+    End {
+        /// The session's id, or a unique prefix of it.
+        id: String,
+    },
     /// The policy of a browser of yours (docs/policy.md).
     #[command(subcommand)]
     Policy(MePolicyCommand),

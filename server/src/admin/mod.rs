@@ -9,6 +9,7 @@ pub(crate) mod audit_keeping;
 pub(crate) mod audit_log;
 pub(crate) mod devices;
 mod me;
+mod me_sessions;
 pub(crate) mod members;
 pub(crate) mod pairings;
 mod policies;
@@ -51,6 +52,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(me::revoke))
         .routes(routes!(policies::get_mine, policies::put_mine))
         .routes(routes!(me::pair))
+        .routes(routes!(me_sessions::list))
+        .routes(routes!(me_sessions::end))
 }
 
 /// A display name an admin sent (a label, a token name), as stored: refused with

@@ -109,6 +109,26 @@ pub async fn list(core: &Core, scope: Scope<'_>) -> SessionList {
     SessionList { sessions }
 }
 
+/// The sessions on member `member_id`'s own browsers, on every replica: what the
+/// browser's person sees of who is using their browsers.
+pub async fn list_for_owner(
+    core: &Core,
+    tenant_id: &str,
+    member_id: &str,
+) -> Result<SessionList, CoreError> {
+    let mine: std::collections::HashSet<String> = core
+        .store
+        .list_devices(tenant_id)
+        .await?
+        .into_iter()
+        .filter(|d| d.owner_id.as_deref() == Some(member_id))
+        .map(|d| d.id)
+        .collect();
+    let mut all = list(core, Scope::Admin { tenant_id }).await;
+    all.sessions.retain(|s| mine.contains(&s.browser_id));
+    Ok(all)
+}
+
 /// Run one agent call on session `id`.
 pub async fn call(
     core: &Core,
