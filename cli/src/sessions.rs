@@ -219,6 +219,7 @@ pub fn sessions_table(
 fn phase(s: &SessionView) -> String {
     use latchkey_protocol::agent::SessionPhase;
     match s.phase {
+        SessionPhase::Open if s.asking_for_help => "person helping",
         SessionPhase::Open if s.busy => "busy",
         SessionPhase::Open => "idle",
         SessionPhase::Starting => "starting",

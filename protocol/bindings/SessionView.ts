@@ -17,4 +17,14 @@ busy: boolean,
 /**
  * Where the session is in its life.
  */
-phase: SessionPhase, };
+phase: SessionPhase, 
+/**
+ * Why the agent wanted the browser, as it said when it started the
+ * session (cleaned, at most 200 characters).
+ */
+purpose?: string, 
+/**
+ * The call in flight is `tool.request_help`: the page is handed to the
+ * browser's person, and the agent waits for them.
+ */
+asking_for_help: boolean, };

@@ -80,6 +80,15 @@ pub struct SessionView {
     pub busy: bool,
     /// Where the session is in its life.
     pub phase: SessionPhase,
+    /// Why the agent wanted the browser, as it said when it started the
+    /// session (cleaned, at most 200 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub purpose: Option<String>,
+    /// The call in flight is `tool.request_help`: the page is handed to the
+    /// browser's person, and the agent waits for them.
+    #[serde(default)]
+    pub asking_for_help: bool,
 }
 
 /// Where a session is in its life (docs/sessions.md).

@@ -9,8 +9,19 @@
 
 use std::sync::Arc;
 
-use latchkey_testkit::{Backend, FakeBrowser, TestServer, backend_tests};
+use latchkey_protocol::agent::StartSessionRequest;
+use latchkey_testkit::{Action, Backend, EventStream, FakeBrowser, TestServer, backend_tests};
 use serde_json::json;
+
+/// Read the live list until its HTML satisfies `wanted`.
+async fn list_until(live: &mut EventStream, wanted: impl Fn(&str) -> bool) {
+    loop {
+        let (_, data) = live.next_event().await.expect("the list in time");
+        if wanted(data["html"].as_str().expect("html")) {
+            return;
+        }
+    }
+}
 
 async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
@@ -131,11 +142,8 @@ async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(b
         .await
         .expect("call");
     assert_eq!(
-        (
-            &after.body["error"]["code"],
-            &after.body["error"]["data"]["reason"]
-        ),
-        (&json!("session_ended"), &json!("user_stopped")),
+        (after.code(), after.reason()),
+        ("session_ended", "user_stopped"),
         "{}",
         after.body
     );
@@ -145,4 +153,94 @@ async fn sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them(b
 backend_tests!(
     sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them,
     sessions_are_listed_live_for_whom_they_concern_and_an_admin_ends_them
+);
+
+/// The list says why the agent wanted the browser, and when it has handed the
+/// page to the person and waits for their help: redrawn live as the help
+/// request begins and as it ends.
+async fn the_list_shows_the_purpose_and_a_help_request_live(backend: Backend) {
+    let server = TestServer::start(backend).await.expect("server");
+    let admin = server.admin();
+    let (alice, _bob) = admin.alice_and_bob().await.expect("alice and bob");
+    let (ext, device) = server.paired_for(&alice.id).await.expect("paired");
+    let release = Arc::new(tokio::sync::Notify::new());
+    let script: latchkey_testkit::Script = {
+        let release = release.clone();
+        Arc::new(move |r| {
+            (r.method == "tool.request_help").then(|| {
+                let done = Action::Reply(json!({"outcome": "done", "tab_id": 3}));
+                Action::WaitFor(release.clone(), Box::new(done))
+            })
+        })
+    };
+    let _browser = FakeBrowser::serve(ext.connect_online().await.expect("online"), script);
+    let agent = server.new_agent().await.expect("agent");
+    let started = agent
+        .start_raw(&StartSessionRequest {
+            browser_id: Some(device),
+            purpose: Some("Book the 9:40 train to Leeds".into()),
+            ..StartSessionRequest::default()
+        })
+        .await
+        .expect("start");
+    assert_eq!(started.status, 201, "{}", started.body);
+    let session = started.body["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        agent.sessions().await.expect("list").sessions[0]
+            .purpose
+            .as_deref(),
+        Some("Book the 9:40 train to Leeds")
+    );
+
+    let as_alice = server
+        .console_signed_in(&admin.member_token(&alice.id).await.expect("t"))
+        .await
+        .expect("sign in");
+    let page = as_alice.get("/console/sessions").await.expect("page");
+    assert!(
+        page.body.contains("Book the 9:40 train to Leeds"),
+        "{}",
+        page.body
+    );
+    let mut live = as_alice
+        .stream("/console/sessions/live")
+        .await
+        .expect("stream");
+    list_until(&mut live, |html| {
+        html.contains(&session) && html.contains("Idle")
+    })
+    .await;
+
+    let asking = {
+        let agent = agent.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            agent
+                .call(
+                    &session,
+                    "tool.request_help",
+                    json!({"prompt": "Solve the puzzle"}),
+                )
+                .await
+        })
+    };
+    list_until(&mut live, |html| html.contains("Waiting for the person")).await;
+    assert!(
+        agent.sessions().await.expect("list").sessions[0].asking_for_help,
+        "the agent API says so too"
+    );
+    release.notify_one();
+    let answer = asking.await.expect("task").expect("call");
+    assert!(answer.is_ok(), "{}", answer.body);
+    list_until(&mut live, |html| {
+        html.contains(&session) && !html.contains("Waiting for the person")
+    })
+    .await;
+    assert!(!agent.sessions().await.expect("list").sessions[0].asking_for_help);
+    server.stop().await;
+}
+
+backend_tests!(
+    the_list_shows_the_purpose_and_a_help_request_live,
+    the_list_shows_the_purpose_and_a_help_request_live
 );

@@ -31,8 +31,13 @@ pub struct SessionRow {
     pub owner: Option<String>,
     pub started: When,
     pub last_action: When,
-    /// "Working", "Idle", "Starting", "Asking the person", "Stopping".
+    /// "Working", "Idle", "Starting", "Asking the person", "Waiting for the
+    /// person's help", "Stopping".
     pub state: &'static str,
+    /// Why the agent wanted the browser, as it said.
+    pub purpose: Option<String>,
+    /// The agent handed the page to the person and waits for them.
+    pub help_waiting: bool,
 }
 
 #[derive(Template)]
@@ -88,9 +93,12 @@ fn row(now: i64, s: SessionView, label: &str, owner: Option<String>) -> SessionR
             SessionPhase::Starting => "Starting",
             SessionPhase::ConsentPending => "Asking the person",
             SessionPhase::Stopping => "Stopping",
+            _ if s.asking_for_help => "Waiting for the person's help",
             _ if s.busy => "Working",
             _ => "Idle",
         },
+        purpose: s.purpose,
+        help_waiting: s.asking_for_help,
         id: s.id,
     }
 }

@@ -16,6 +16,7 @@ use crate::auth::secret;
 use crate::core::Core;
 use crate::core_error::CoreError;
 use crate::devices::link::{Link, RawResult, Reply};
+use crate::sessions::SessionTable;
 use crate::sessions::call_audit;
 use crate::sessions::table::{Abort, BusyGuard, Session};
 use crate::telemetry::metrics as telemetry;
@@ -363,6 +364,9 @@ async fn run_call(
     let link = state
         .link(&session.tenant_id, &session.device_id)
         .ok_or(CoreError::BrowserDisconnected)?;
+    // While the person has the page, the lists say so: redrawn as the request
+    // begins and again once it has ended (dropped after the call's busy guard).
+    let _redraw = (call.method == "tool.request_help").then(|| Redraw::now(&state.sessions));
     if call.method == "tool.request_help" {
         // The person is asked now: the trail (and whoever follows it) hears of
         // it at once, not when they have answered.
@@ -384,4 +388,20 @@ async fn run_call(
         Some(abort),
     )
     .await
+}
+
+/// Redraws the session lists when made and when dropped.
+struct Redraw<'a>(&'a SessionTable);
+
+impl<'a> Redraw<'a> {
+    fn now(table: &'a SessionTable) -> Self {
+        table.moved_on();
+        Self(table)
+    }
+}
+
+impl Drop for Redraw<'_> {
+    fn drop(&mut self) {
+        self.0.moved_on();
+    }
 }

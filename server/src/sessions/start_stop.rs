@@ -157,6 +157,7 @@ async fn start_session(
     if let Some(p) = &purpose {
         session.note_start(&format!("purpose:{p:?}"));
     }
+    session.set_purpose(purpose.clone());
     // The person has the consent prompt's time to answer, then the browser its
     // usual time to open the window.
     let mut deadline = Duration::from_millis(state.config.limits.session_start_timeout_ms);

@@ -116,6 +116,10 @@ struct SessionState {
     agent_window_id: Option<i64>,
     /// The serialised call in flight, if any.
     busy: bool,
+    /// That call is `tool.request_help`: the person has the page.
+    asking_for_help: bool,
+    /// Why the agent wanted the browser, as it said at the start.
+    purpose: Option<String>,
     stopping: bool,
     ended: bool,
     /// The `user_aborted` gate (docs/protocol.md, "Events from the extension"): single use, no
@@ -213,6 +217,7 @@ impl Session {
         }
         if !exempt {
             s.busy = true;
+            s.asking_for_help = method == HELP;
         }
         // A fresh call is not aborted by an older abort signal.
         self.abort.send_replace(None);
@@ -312,6 +317,9 @@ impl Session {
     }
 }
 
+/// The call that hands the page to the browser's person.
+const HELP: &str = "tool.request_help";
+
 /// Holds the session busy; dropping it frees the session for the next call.
 #[derive(Debug)]
 pub struct BusyGuard {
@@ -328,7 +336,10 @@ impl BusyGuard {
 impl Drop for BusyGuard {
     fn drop(&mut self) {
         if self.holds_busy {
-            self.session.state().busy = false;
+            let mut s = self.session.state();
+            s.busy = false;
+            s.asking_for_help = false;
+            drop(s);
             self.session.idle.notify_waiters();
         }
     }

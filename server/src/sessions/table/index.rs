@@ -24,8 +24,9 @@ pub struct SessionTable {
     /// finds it moved by the time it is in the table reads the policy again, so
     /// no session keeps a policy read before a write it missed.
     policy_epoch: Arc<AtomicU64>,
-    /// Moved on whenever a session starts or ends here: the console's live
-    /// pages redraw on it (docs/console.md, "Live updates").
+    /// Moved on whenever a session starts or ends here, or hands the page to
+    /// its person and gets it back: the console's live pages redraw on it
+    /// (docs/console.md, "Live updates").
     changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
@@ -34,12 +35,14 @@ impl SessionTable {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Changes whenever a session starts or ends here.
+    /// Changes whenever a session starts or ends here, or a help request
+    /// begins or ends.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
-    fn moved_on(&self) {
+    /// Say that what a list shows of a session here changed.
+    pub fn moved_on(&self) {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 

@@ -27,7 +27,14 @@ impl Session {
             last_activity_at: rfc3339(s.last_activity),
             busy: s.busy,
             phase,
+            purpose: s.purpose.clone(),
+            asking_for_help: s.asking_for_help,
         }
+    }
+
+    /// Why the agent wants the browser, for the lists to show.
+    pub fn set_purpose(&self, purpose: Option<String>) {
+        self.state().purpose = purpose;
     }
 
     /// The browser answered the start: its Agent Window is open.
