@@ -4,7 +4,7 @@
 use latchkey_protocol::agent::{SessionList, StopSessionResult};
 use latchkey_protocol::api::{
     CreateMemberRequest, CreateOwnPairingRequest, DeviceList, DeviceView, MemberList,
-    MemberRemovedView, MemberView, PairingCreated,
+    MemberRemovedView, MemberView, PairingCreated, UpdateMemberRequest,
 };
 use reqwest::Method;
 use serde_json::Value;
@@ -65,6 +65,23 @@ pub async fn run(client: &ApiClient, cmd: MembersCommand, json: bool) -> Result<
                     cell(&m.id),
                     cell(&m.display_name),
                     cell(&m.email),
+                    m.role.as_str()
+                );
+            }
+        }
+        MembersCommand::SetRole { id, role } => {
+            let id = resolve(client, IdKind::Member, &id).await?;
+            let path = format!("/v1/admin/members/{}", crate::tools::segment(&id));
+            let m: MemberView = client
+                .call(Method::PATCH, &path, Some(&UpdateMemberRequest { role }))
+                .await?;
+            if json {
+                crate::output::json(&m);
+            } else {
+                out!(
+                    "member {} ({}) is now {}",
+                    cell(&m.id),
+                    cell(&m.display_name),
                     m.role.as_str()
                 );
             }

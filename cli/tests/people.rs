@@ -52,6 +52,30 @@ async fn members_and_their_own_browsers() {
     .await;
     assert_eq!(r.code, i32::from(exit::INVALID), "{}", r.stderr);
 
+    // Her role, by a prefix of her id; a role that is not one is refused.
+    let r = latchkey(
+        cfg,
+        &admin,
+        &["admin", "members", "set-role", &alice[..12], "admin"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("is now admin"), "{}", r.stdout);
+    let r = latchkey(
+        cfg,
+        &admin,
+        &["--json", "admin", "members", "set-role", &alice, "member"],
+    )
+    .await;
+    assert_eq!(r.json()["role"], "member");
+    let r = latchkey(
+        cfg,
+        &admin,
+        &["admin", "members", "set-role", &alice, "king"],
+    )
+    .await;
+    assert_eq!(r.code, 2, "a usage error: {}", r.stderr);
+
     // Her own token, and a browser of hers paired with it.
     let args = [
         "--json", "admin", "tokens", "create", "--name", "alice", "--role", "member", "--member",

@@ -294,6 +294,15 @@ pub struct CreateMemberRequest {
     pub role: MemberRole,
 }
 
+/// `PATCH /v1/admin/members/{id}`: what changes about a member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMemberRequest {
+    /// The member's new role: what they may do when they sign in to the console
+    /// as themselves (docs/people.md, "Roles").
+    pub role: MemberRole,
+}
+
 /// A member of the team.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, utoipa::ToSchema)]
 pub struct MemberView {

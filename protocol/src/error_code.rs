@@ -51,6 +51,9 @@ pub enum ErrorCode {
     /// In cluster mode: the replica holding the browser cannot be reached now
     /// (NATS is away); retry shortly, see `Retry-After`.
     GatewayUnavailable,
+    /// Single sign-on to the console: the team's OpenID provider could not be
+    /// reached, or its answer did not verify (docs/console.md, "Single sign-on").
+    IdentityProviderFailed,
     /// The browser's connection ended (disconnect or replacement) while a call was
     /// in flight; the call's outcome is unknown and it is never replayed.
     BrowserDisconnected,
@@ -137,6 +140,7 @@ error_table! {
     StoreUnavailable       => 503, None, exit::UNAVAILABLE;
     ServerShuttingDown     => 503, Some(CloseCode::GoingAway), exit::UNAVAILABLE;
     GatewayUnavailable     => 503, None, exit::UNAVAILABLE;
+    IdentityProviderFailed => 502, None, exit::UNAVAILABLE;
     BrowserDisconnected    => 502, None, exit::BROWSER;
     TokenRevoked           => 401, Some(CloseCode::TokenRevoked), exit::AUTH;
     TokenExpired           => 401, Some(CloseCode::TokenExpired), exit::AUTH;
@@ -194,6 +198,7 @@ impl ErrorCode {
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ServerShuttingDown => "server_shutting_down",
             ErrorCode::GatewayUnavailable => "gateway_unavailable",
+            ErrorCode::IdentityProviderFailed => "identity_provider_failed",
             ErrorCode::BrowserDisconnected => "browser_disconnected",
             ErrorCode::TokenRevoked => "token_revoked",
             ErrorCode::TokenExpired => "token_expired",
@@ -326,7 +331,7 @@ mod tests {
         let all: Vec<ErrorCode> = ERROR_TABLE.iter().map(|m| m.code).collect();
         let unique: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(all.len(), unique.len(), "a code appears twice");
-        assert_eq!(all.len(), 28, "a new code needs a row");
+        assert_eq!(all.len(), 29, "a new code needs a row");
         for m in ERROR_TABLE {
             let json = serde_json::to_string(&m.code).expect("serialise");
             assert_eq!(json, format!("\"{}\"", m.code.as_str()));

@@ -26,6 +26,7 @@ pub const EVENTS: &[&str] = &[
     "delegation.revoke",
     "member.add",
     "member.remove",
+    "member.role",
     "webhook.disabled",
 ];
 

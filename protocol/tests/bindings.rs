@@ -75,6 +75,7 @@ fn export_all(dir: &Path) {
         api::MemberRole,
         api::CreateOwnPairingRequest,
         api::CreateMemberRequest,
+        api::UpdateMemberRequest,
         api::MemberView,
         api::MemberRef,
         api::MemberList,

@@ -62,6 +62,8 @@ pub struct AppState {
     /// Webhook deliveries' HTTP client (docs/webhooks.md): the worker's and a
     /// manual redelivery's.
     pub(crate) webhooks: Arc<crate::webhooks::deliver::Deliverer>,
+    /// The console's single sign-on providers (docs/console.md).
+    pub(crate) sso: Arc<crate::console::sso::Sso>,
 }
 
 impl std::ops::Deref for AppState {
@@ -111,6 +113,7 @@ impl AppState {
             tasks: TaskTracker::new(),
             signing_keys: crate::delegation::keys::SigningKeys::default(),
             webhooks,
+            sso: Arc::new(crate::console::sso::Sso::new(&core.config.console.sso)),
             core,
         }
     }

@@ -37,6 +37,8 @@ pub mod action {
     pub const TOKEN_REVOKE: &str = "token.revoke";
     pub const MEMBER_ADD: &str = "member.add";
     pub const MEMBER_REMOVE: &str = "member.remove";
+    /// A member's role changed (`detail`: from and to).
+    pub const MEMBER_ROLE: &str = "member.role";
     pub const SESSION_START: &str = "session.start";
     pub const SESSION_END: &str = "session.end";
     pub const SESSION_INTERRUPT: &str = "session.interrupt";

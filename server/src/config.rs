@@ -200,6 +200,8 @@ pub struct Config {
     pub audit: crate::audit_keeping::AuditConfig,
     pub webhooks: crate::webhooks::WebhooksConfig,
     pub mcp: crate::mcp::McpConfig,
+    /// The web console's single sign-on providers (docs/console.md).
+    pub console: crate::console::ConsoleConfig,
     /// Cluster mode: replicas on one PostgreSQL store, told over NATS
     /// (docs/cluster.md).
     pub cluster: crate::cluster::ClusterConfig,
@@ -233,6 +235,7 @@ impl Default for Config {
             audit: Default::default(),
             webhooks: Default::default(),
             mcp: Default::default(),
+            console: Default::default(),
             cluster: Default::default(),
         }
     }
@@ -257,7 +260,7 @@ pub enum ConfigError {
     Invalid(Vec<ConfigProblem>),
 }
 
-fn is_loopback_host(host: &url::Host<&str>) -> bool {
+pub(crate) fn is_loopback_host(host: &url::Host<&str>) -> bool {
     match host {
         url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
         url::Host::Ipv4(ip) => ip.is_loopback(),
@@ -393,6 +396,7 @@ impl Config {
             .chain(self.audit.problems())
             .chain(self.webhooks.problems())
             .chain(self.mcp.problems())
+            .chain(crate::console::sso::config::problems(&self.console.sso))
             .chain(self.cluster.problems(self.database_url.is_some()))
         {
             problem(p);
@@ -461,7 +465,7 @@ impl Config {
         }
     }
 
-    /// A copy safe to print: the database password is masked.
+    /// A copy safe to print: the database password and client secrets are masked.
     pub fn masked(&self) -> Config {
         let mut c = self.clone();
         if let Some(db) = &c.database_url
@@ -472,6 +476,7 @@ impl Config {
             c.database_url = Some(u.to_string());
         }
         c.cluster = c.cluster.masked();
+        c.console.sso = c.console.sso.iter().map(|p| p.masked()).collect();
         c
     }
 }

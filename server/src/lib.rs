@@ -18,7 +18,7 @@ pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod config;
-pub(crate) mod console;
+pub mod console;
 pub(crate) mod core;
 pub(crate) mod core_error;
 #[cfg(test)]

@@ -227,6 +227,15 @@ pub enum MembersCommand {
         #[arg(long, value_parser = parse_member_role, default_value = "member")]
         role: MemberRole,
     },
+    /// Change a member's role: what they may do when they sign in to the console
+    /// as themselves (single sign-on). The team's last owner stays an owner.
+    SetRole {
+        /// The member's id (mem_…), or a unique prefix of it.
+        id: String,
+        /// owner, admin or member.
+        #[arg(value_parser = parse_member_role)]
+        role: MemberRole,
+    },
     /// Remove a member: their browsers and the API tokens behind them are revoked
     /// at once, their unused pairing links voided.
     Remove {

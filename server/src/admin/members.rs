@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use latchkey_protocol::ErrorCode;
 use latchkey_protocol::api::{
     CreateMemberRequest, MemberList, MemberRef, MemberRemovedView, MemberRole, MemberView,
+    UpdateMemberRequest,
 };
 
 use crate::api_error::{ApiError, ApiJson};
@@ -165,6 +166,72 @@ pub(crate) async fn add(
     Ok(view(record))
 }
 
+#[utoipa::path(
+    patch,
+    operation_id = "members_update",
+    path = "/v1/admin/members/{id}",
+    tag = "members",
+    summary = "Change a member's role",
+    params(("id" = String, Path, description = "Member id")),
+    request_body = UpdateMemberRequest,
+    responses((status = 200, description = "The member, as they are now.", body = MemberView), crate::openapi::refusals::WriteOne),
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    AdminPrincipal(p): AdminPrincipal,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UpdateMemberRequest>,
+) -> Result<Json<MemberView>, ApiError> {
+    Ok(Json(set_role(&state, &p, &id, body.role).await?))
+}
+
+/// Give the member `id` of `p`'s team the role `role`; audited as `p`'s act
+/// when it changed. The team's last owner stays an owner. Also the console's.
+pub(crate) async fn set_role(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    id: &str,
+    role: MemberRole,
+) -> Result<MemberView, ApiError> {
+    let members = state.store.list_members(&p.tenant_id, false).await?;
+    let before = members
+        .iter()
+        .find(|m| m.id == id)
+        .ok_or_else(|| ApiError::not_found("member"))?;
+    let owners = members
+        .iter()
+        .filter(|m| MemberRole::parse(&m.role) == Some(MemberRole::Owner))
+        .count();
+    let was = MemberRole::parse(&before.role).unwrap_or_default();
+    if was == role {
+        return Ok(view(before.clone()));
+    }
+    if was == MemberRole::Owner && owners == 1 {
+        return Err(ApiError::at_field(
+            ErrorCode::InvalidRequest,
+            "role",
+            "this is the team's only owner: make another member an owner first",
+        ));
+    }
+    let after = state
+        .store
+        .set_member_role(&p.tenant_id, id, role.as_str())
+        .await?
+        .ok_or_else(|| ApiError::not_found("member"))?;
+    state
+        .audit
+        .record(Event {
+            tenant_id: &p.tenant_id,
+            actor: p.actor(),
+            action: action::MEMBER_ROLE,
+            target: member_ref(id),
+            outcome: "ok",
+            detail: Some(format!("{} to {}", was.as_str(), role.as_str())),
+        })
+        .await;
+    Ok(view(after))
+}
+
 /// Remove a member and end what is theirs. As for one device or one token, what
 /// runs here is ended before the commit (what the store holds of theirs now) and
 /// again after it (what the commit revoked, which includes a browser paired in
@@ -221,11 +288,16 @@ pub(crate) async fn remove_one(
         .ok_or_else(|| ApiError::not_found("member"))?;
     crate::devices::revocation::close_revoked(state, &p.tenant_id, &removed.device_ids);
     crate::auth::revoked::end_revoked(state, &p.tenant_id, &removed.token_ids);
-    // Their console sign-ins end with their tokens; the rows go now too.
+    // Their console sign-ins end with their tokens; the rows go now too, and
+    // their live streams here look again at once (a sign-in through single
+    // sign-on has no token to end them).
     state
         .store
         .delete_member_console_sessions(&p.tenant_id, &id)
         .await?;
+    state
+        .console_sign_outs
+        .send_modify(|n| *n = n.wrapping_add(1));
     for token in &removed.token_ids {
         crate::delegation::mint::end_under_token(state, &p.tenant_id, token).await;
     }

@@ -41,7 +41,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             audit_keeping::put_retention
         ))
         .routes(routes!(members::create, members::list))
-        .routes(routes!(members::remove))
+        .routes(routes!(members::remove, members::update))
         .routes(routes!(webhooks::create, webhooks::list))
         .routes(routes!(webhooks::remove))
         .routes(routes!(webhooks::deliveries))

@@ -44,6 +44,7 @@ fn agent_socket(h: &Harness) -> Agent {
         lease: TokenLease::unwatched(),
         expires_at: None,
         delegation: None,
+        person_actor: None,
     };
     let (socket, peer) = channel_pair(64);
     let task = tokio::spawn(serve_socket(socket, state.clone(), principal));

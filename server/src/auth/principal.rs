@@ -28,6 +28,10 @@ pub struct Principal {
     /// Set when the credential is a delegation token (docs/delegation.md): what
     /// it is narrowed to.
     pub delegation: Option<std::sync::Arc<crate::delegation::Delegated>>,
+    /// Set for a console sign-in through single sign-on, which has no token
+    /// behind it (docs/console.md): the audit names the member (`member:<id>`)
+    /// rather than a token.
+    pub person_actor: Option<String>,
     /// Ends when the token is revoked or expires; sockets, streams and sessions the
     /// request starts keep a clone.
     pub lease: TokenLease,
@@ -35,7 +39,9 @@ pub struct Principal {
 
 impl Principal {
     pub fn actor(&self) -> String {
-        crate::audit::token_actor(&self.token_name)
+        self.person_actor
+            .clone()
+            .unwrap_or_else(|| crate::audit::token_actor(&self.token_name))
     }
 
     /// The token rate limits and session quotas are charged to: a delegation's
@@ -152,6 +158,7 @@ pub(crate) async fn by_token_hash(state: &AppState, hash: &str) -> Result<Princi
         expires_at: token.expires_at,
         lease,
         delegation: None,
+        person_actor: None,
     })
 }
 

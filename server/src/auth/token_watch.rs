@@ -256,7 +256,9 @@ pub struct TokenLease {
 }
 
 impl TokenLease {
-    /// A lease that never ends, for code under test without a token behind it.
+    /// A lease that never ends: for code under test without a token behind it,
+    /// and for a console sign-in through single sign-on, which has no token and
+    /// which its own row ends (docs/console.md, "Signing in").
     pub fn unwatched() -> Self {
         let (tx, rx) = watch::channel(None);
         // The receiver keeps its last value after the sender is gone.

@@ -100,22 +100,26 @@ impl WithCsrf for NewMemberForm {
     }
 }
 
+/// The role a form names; empty means `member`.
+fn role_of(raw: &str) -> Result<MemberRole, ApiError> {
+    if raw.is_empty() {
+        return Ok(MemberRole::Member);
+    }
+    MemberRole::parse(raw).ok_or_else(|| {
+        ApiError::at_field(
+            ErrorCode::InvalidParams,
+            "role",
+            "role must be member, admin or owner",
+        )
+    })
+}
+
 pub async fn create(
     State(state): State<AppState>,
     Posted { me, form }: Posted<NewMemberForm>,
 ) -> Result<Response, ConsoleError> {
     me.admin_only(ADMINS_ONLY)?;
-    let role = if form.role.is_empty() {
-        MemberRole::Member
-    } else {
-        MemberRole::parse(&form.role).ok_or_else(|| {
-            ApiError::at_field(
-                ErrorCode::InvalidParams,
-                "role",
-                "role must be member, admin or owner",
-            )
-        })?
-    };
+    let role = role_of(&form.role)?;
     let body = CreateMemberRequest {
         display_name: form.name,
         email: form.email,
@@ -157,5 +161,29 @@ pub async fn remove(
 ) -> Result<Response, ConsoleError> {
     me.admin_only(ADMINS_ONLY)?;
     remove_one(&state, &me.principal, &id).await?;
+    Ok(Redirect::to("/console/members").into_response())
+}
+
+#[derive(Deserialize)]
+pub struct RoleForm {
+    csrf: String,
+    role: String,
+}
+
+impl WithCsrf for RoleForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Change a member's role (what they may do when they sign in as themselves).
+pub async fn set_role(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Posted { me, form }: Posted<RoleForm>,
+) -> Result<Response, ConsoleError> {
+    me.admin_only(ADMINS_ONLY)?;
+    let role = role_of(&form.role)?;
+    crate::admin::members::set_role(&state, &me.principal, &id, role).await?;
     Ok(Redirect::to("/console/members").into_response())
 }

@@ -17,6 +17,7 @@ mod pairing;
 mod posted;
 mod sessions;
 mod signed_in;
+pub mod sso;
 mod tokens;
 
 use axum::Router;
@@ -27,6 +28,15 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
 use crate::app::AppState;
+
+/// The `[console]` section of the configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// OpenID providers people may sign in with (`[[console.sso]]`), each for
+    /// one team (docs/console.md, "Single sign-on").
+    pub sso: Vec<sso::config::SsoProvider>,
+}
 
 /// Where the console lives on the main listener.
 pub const PREFIX: &str = "/console";
@@ -60,12 +70,15 @@ pub fn routes() -> Router<AppState> {
             "/console/members/{id}/remove",
             get(members::confirm_remove).post(members::remove),
         )
+        .route("/console/members/{id}/role", post(members::set_role))
         .route("/console/tokens/{id}/revoke", post(tokens::revoke))
         .route("/console/pairings/{id}/void", post(pairing::void))
         .route(
             "/console/sign-in",
             get(signed_in::sign_in_page).post(signed_in::sign_in),
         )
+        .route("/console/sign-in/sso/{id}", get(sso::start))
+        .route("/console/sign-in/sso/{id}/callback", get(sso::callback))
         .route("/console/sign-out", post(signed_in::sign_out))
         .route("/console/devices", get(devices::list))
         .route("/console/devices/live", get(live::devices))

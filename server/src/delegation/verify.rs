@@ -116,5 +116,6 @@ pub async fn principal(state: &AppState, jwt: &str) -> Result<Principal, ApiErro
             limit: Arc::new(limit_of(&c.scope)),
             scope: c.scope,
         })),
+        person_actor: None,
     })
 }

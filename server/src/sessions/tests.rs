@@ -33,6 +33,7 @@ fn agent(h: &Harness) -> Principal {
         lease: TokenLease::unwatched(),
         expires_at: None,
         delegation: None,
+        person_actor: None,
     }
 }
 

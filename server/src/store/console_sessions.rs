@@ -17,8 +17,10 @@ pub struct ConsoleSessionRecord {
     /// SHA-256 of the cookie's secret.
     pub id_hash: String,
     pub tenant_id: String,
-    /// SHA-256 of the API token signed in with.
-    pub token_hash: String,
+    /// SHA-256 of the API token signed in with; `None` for a sign-in through
+    /// single sign-on, which names its member instead.
+    pub token_hash: Option<String>,
+    /// The person signed in (always set without a token).
     pub member_id: Option<String>,
     pub created_at: i64,
     pub expires_at: i64,

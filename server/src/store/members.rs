@@ -21,6 +21,21 @@ pub trait MemberStore: Send + Sync {
     ) -> Result<Vec<MemberRecord>, StoreError>;
     /// One member, removed or not.
     async fn member(&self, tenant_id: &str, id: &str) -> Result<Option<MemberRecord>, StoreError>;
+    /// The live member of the team with this (lower-case) email, if any: whom
+    /// a single sign-on vouching for that address signs in as.
+    async fn member_by_email(
+        &self,
+        tenant_id: &str,
+        email: &str,
+    ) -> Result<Option<MemberRecord>, StoreError>;
+    /// Give a live member of the team a new role; the member as it is now, or
+    /// `None` when the team has no such live member.
+    async fn set_member_role(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        role: &str,
+    ) -> Result<Option<MemberRecord>, StoreError>;
     /// Insert an API token with a person behind it (`member_id` set), if that
     /// member is still in the team: checked under the tenant lock that
     /// [`Self::remove_member`] takes, so no token outlives its person's removal.
@@ -94,6 +109,40 @@ macro_rules! impl_sql_members {
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?)
+            }
+
+            async fn member_by_email(
+                &self,
+                tenant_id: &str,
+                email: &str,
+            ) -> Result<Option<$crate::store::MemberRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ", member_columns!(), " FROM member \
+                     WHERE tenant_id = $1 AND email = $2 AND removed_at IS NULL"))
+                .bind(tenant_id)
+                .bind(email)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn set_member_role(
+                &self,
+                tenant_id: &str,
+                id: &str,
+                role: &str,
+            ) -> Result<Option<$crate::store::MemberRecord>, $crate::store::StoreError> {
+                let mut tx = self.begin_write().await?;
+                let member = sqlx::query_as(concat!(
+                    "UPDATE member SET role = $3 \
+                     WHERE tenant_id = $1 AND id = $2 AND removed_at IS NULL \
+                     RETURNING ", member_columns!()))
+                .bind(tenant_id)
+                .bind(id)
+                .bind(role)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(member)
             }
 
             async fn insert_member_token(

@@ -256,6 +256,27 @@ impl MemberStore for TimedStore {
     async fn member(&self, tenant_id: &str, id: &str) -> Result<Option<MemberRecord>, StoreError> {
         timed!("member", self.inner.member(tenant_id, id))
     }
+    async fn member_by_email(
+        &self,
+        tenant_id: &str,
+        email: &str,
+    ) -> Result<Option<MemberRecord>, StoreError> {
+        timed!(
+            "member_by_email",
+            self.inner.member_by_email(tenant_id, email)
+        )
+    }
+    async fn set_member_role(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        role: &str,
+    ) -> Result<Option<MemberRecord>, StoreError> {
+        timed!(
+            "set_member_role",
+            self.inner.set_member_role(tenant_id, id, role)
+        )
+    }
     async fn insert_member_token(&self, token: &ApiTokenRecord) -> Result<bool, StoreError> {
         timed!("insert_member_token", self.inner.insert_member_token(token))
     }
