@@ -1,8 +1,8 @@
 //! `latchkey admin …`: pairing links, devices, tokens, audit (members: `members.rs`).
 
 use latchkey_protocol::api::{
-    AuditList, CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, ForgetResult,
-    PairingCreated, RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
+    CreatePairingRequest, CreateTokenRequest, DeviceList, DeviceView, ForgetResult, PairingCreated,
+    RenameDeviceRequest, RevokeAllResult, TokenCreated, TokenList, TokenView,
 };
 use reqwest::Method;
 
@@ -10,7 +10,7 @@ use crate::args::{AdminCommand, TokensCommand};
 use crate::client::{ApiClient, NO_BODY};
 use crate::error::CliError;
 use crate::ids::{self, IdKind, resolve};
-use crate::output::{cell, emit, opt, out, table};
+use crate::output::{cell, emit, out, table};
 use crate::when;
 
 /// Run one admin command; prints JSON or human output.
@@ -178,36 +178,8 @@ pub async fn run(client: &ApiClient, cmd: AdminCommand, json: bool) -> Result<()
                 pairs.push(("before", b.as_str()));
             }
             pairs.extend(filter.pairs());
-            // Encoded by the URL type: filter values hold `:` and `+`.
-            let url = reqwest::Url::parse_with_params("http://latchkey/v1/admin/audit", &pairs)
-                .map_err(|e| CliError::Config(format!("cannot build the query: {e}")))?;
-            let path = format!("{}?{}", url.path(), url.query().unwrap_or_default());
-            let list: AuditList = client.call(Method::GET, &path, NO_BODY).await?;
-            emit(json, &list, || {
-                let now = when::now();
-                let rows: Vec<Vec<String>> = list
-                    .events
-                    .iter()
-                    .map(|e| {
-                        vec![
-                            e.id.to_string(),
-                            when::relative(&e.at, now),
-                            ids::abbreviate(&e.actor),
-                            e.action.clone(),
-                            ids::abbreviate(&e.target),
-                            e.outcome.clone(),
-                            ids::abbreviate(&opt(&e.detail)),
-                        ]
-                    })
-                    .collect();
-                table(
-                    &["ID", "AT", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
-                    &rows,
-                );
-                if let Some(next) = list.next_before {
-                    out!("(more: --before {next})");
-                }
-            })
+            let list = crate::audit::page(client, "/v1/admin/audit", &pairs).await?;
+            emit(json, &list, || crate::audit::print_page(&list))
         }
     }
 }

@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use latchkey_protocol::api::{AuditRetention, SetAuditRetention};
+use latchkey_protocol::api::{AuditList, AuditRetention, SetAuditRetention};
 use latchkey_protocol::audit_chain::{
     AuditKeySet, ExportHeader, ExportedRow, Fault, VerifyingKeys, Walk,
 };
@@ -17,7 +17,8 @@ use crate::args::AuditCommand;
 use crate::client::ApiClient;
 use crate::client::NO_BODY;
 use crate::error::CliError;
-use crate::output::{self, emit, out};
+use crate::output::{self, emit, out, table};
+use crate::{ids, when};
 
 /// An export may take a while for a large team: far beyond the client's 60 s.
 const EXPORT_LIMIT: Duration = Duration::from_secs(3_600);
@@ -92,6 +93,46 @@ pub async fn run(client: &ApiClient, cmd: AuditCommand, json: bool) -> Result<()
                 )
             })
         }
+    }
+}
+
+/// One page of an audit listing at `path` (`/v1/admin/audit`, `/v1/me/audit`)
+/// with `pairs` as its query, encoded by the URL type: values hold `:` and `+`.
+pub async fn page(
+    client: &ApiClient,
+    path: &str,
+    pairs: &[(&str, &str)],
+) -> Result<AuditList, CliError> {
+    let url = reqwest::Url::parse_with_params(&format!("http://latchkey{path}"), pairs)
+        .map_err(|e| CliError::Config(format!("cannot build the query: {e}")))?;
+    let path = format!("{}?{}", url.path(), url.query().unwrap_or_default());
+    client.call(Method::GET, &path, NO_BODY).await
+}
+
+/// A page of rows as a table, and how to get the next.
+pub fn print_page(list: &AuditList) {
+    let now = when::now();
+    let rows: Vec<Vec<String>> = list
+        .events
+        .iter()
+        .map(|e| {
+            vec![
+                e.id.to_string(),
+                when::relative(&e.at, now),
+                ids::abbreviate(&e.actor),
+                e.action.clone(),
+                ids::abbreviate(&e.target),
+                e.outcome.clone(),
+                ids::abbreviate(e.detail.as_deref().unwrap_or_default()),
+            ]
+        })
+        .collect();
+    table(
+        &["ID", "AT", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
+        &rows,
+    );
+    if let Some(next) = list.next_before {
+        out!("(more: --before {next})");
     }
 }
 

@@ -170,6 +170,27 @@ pub async fn run_me(client: &ApiClient, cmd: MeCommand, json: bool) -> Result<()
             let r: StopSessionResult = client.call(Method::DELETE, &path, None::<&Value>).await?;
             crate::sessions::say_stopped(&id, &r, "user_stopped", json);
         }
+        MeCommand::Audit {
+            session,
+            limit,
+            before,
+        } => {
+            let session = match session {
+                Some(s) => Some(resolve(client, IdKind::MySession, &s).await?),
+                None => None,
+            };
+            let limit = limit.to_string();
+            let before = before.map(|b| b.to_string());
+            let mut pairs = vec![("limit", limit.as_str())];
+            if let Some(b) = &before {
+                pairs.push(("before", b));
+            }
+            if let Some(s) = &session {
+                pairs.push(("session", s));
+            }
+            let list = crate::audit::page(client, "/v1/me/audit", &pairs).await?;
+            crate::output::emit(json, &list, || crate::audit::print_page(&list))?;
+        }
         MeCommand::Revoke { id } => {
             let id = resolve(client, IdKind::MyDevice, &id).await?;
             let path = format!("/v1/me/devices/{}", crate::tools::segment(&id));

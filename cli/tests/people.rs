@@ -184,5 +184,32 @@ async fn a_person_ends_an_agents_session_on_their_browser() {
     let r = latchkey(dir.path(), &me, &["--json", "me", "end", &session]).await;
     assert_eq!(r.code, i32::from(exit::NOT_FOUND), "{}", r.stdout);
     assert_eq!(r.json()["error"]["code"], "not_found");
+
+    // Her browser's trail, and the ended session's own rows by its whole id.
+    let r = latchkey(dir.path(), &me, &["me", "audit"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("session.start") && r.stdout.contains("device.pair"),
+        "{}",
+        r.stdout
+    );
+    let r = latchkey(
+        dir.path(),
+        &me,
+        &["--json", "me", "audit", "--session", &session],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = r.json();
+    let actions: Vec<&str> = listed["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(
+        actions.contains(&"session.end") && actions.contains(&"session.start"),
+        "{actions:?}"
+    );
     server.stop().await;
 }

@@ -174,3 +174,57 @@ test("a removed member's sign-in stops working at once", async () => {
   await page.reload();
   assert.match(new URL(page.url()).pathname, /^\/console\/sign-in$/);
 });
+
+test("a member sees only their own browsers, and a form posted from another origin changes nothing", async () => {
+  // Bo's browser: our extension, paired from a link made for him.
+  const boss = (await members()).find((m) => m.email === 'boss@acme.example');
+  const link = await api(stack.daemon.url, stack.daemon.token, 'POST', '/v1/admin/pairings', {
+    label: "Bo's laptop",
+    member_id: boss.id,
+  });
+  assert.equal(link.status, 201);
+  await stack.popup.fill('#link', link.body.link);
+  await stack.popup.click('#pair');
+  await waitFor(async () => (await stack.popup.locator('#status').getAttribute('aria-label')) === 'Connected', 15_000, 'Connected');
+  const device = (await stack.popup.locator('#device').textContent())?.trim();
+
+  await signInAs('ann@acme.example');
+  assert.match(await whoIsSignedIn(), /Ann Lee member/);
+  assert.match((await page.locator('.empty').textContent()) ?? '', /No browsers yet/);
+  assert.ok(!(await page.content()).includes("Bo's laptop"), "not another member's browser");
+  const foreign = await page.goto(`${stack.daemon.url}/console/devices/${device}/revoke`);
+  assert.equal(foreign.status(), 404, 'another member’s browser answers like an unknown one');
+  await page.goto(`${stack.daemon.url}/console/activity`);
+  assert.ok(!(await page.content()).includes(device), 'nor its activity');
+
+  // Bo, signed in, opens a page of another origin that posts the revoke form
+  // to the console: his cookie goes with it, the CSRF token cannot.
+  await signInAs('boss@acme.example');
+  await page.goto(`${stack.site.base}/a`);
+  const answered = page.waitForResponse((r) => r.url().endsWith(`/console/devices/${device}/revoke`));
+  await page.evaluate(
+    ([action]) => {
+      const form = document.createElement('form');
+      form.method = 'post';
+      form.action = action;
+      const csrf = Object.assign(document.createElement('input'), { name: 'csrf', value: 'guessed' });
+      form.append(csrf);
+      document.body.append(form);
+      form.submit();
+    },
+    [`${stack.daemon.url}/console/devices/${device}/revoke`],
+  );
+  const refused = await answered;
+  assert.equal(refused.status(), 403);
+  assert.match(await refused.text(), /came from another site/);
+  const still = await api(stack.daemon.url, stack.daemon.token, 'GET', `/v1/admin/devices/${device}`);
+  assert.equal(still.body.status, 'active', JSON.stringify(still.body));
+
+  // His own activity: his browser paired and connected.
+  await page.goto(`${stack.daemon.url}/console/activity`);
+  const text = (await page.locator('main').textContent()) ?? '';
+  assert.match(text, new RegExp(`device\\.pair\\s*device:${device}`));
+  assert.match(text, new RegExp(`device\\.connect\\s*device:${device}`));
+  await page.screenshot({ path: join(shots, 'console-activity.png') });
+  assert.deepEqual(await accessibilityProblems(page), [], 'activity page');
+});

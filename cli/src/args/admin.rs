@@ -275,6 +275,19 @@ pub enum MeCommand {
     /// The policy of a browser of yours (docs/policy.md).
     #[command(subcommand)]
     Policy(MePolicyCommand),
+    /// What the audit trail says about your browsers, newest first; with
+    /// --session, every action one session took on them.
+    Audit {
+        /// One session on your browsers (its id, or a unique prefix of a live one).
+        #[arg(long)]
+        session: Option<String>,
+        /// Rows per page (1..=1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Rows before this id (the `--before` a previous page printed).
+        #[arg(long)]
+        before: Option<i64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

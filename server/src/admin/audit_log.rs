@@ -116,6 +116,7 @@ fn filter_of(now: i64, q: AuditQuery) -> Result<AuditFilter, ApiError> {
         actor: q.actor,
         target: q.target,
         outcome: q.outcome,
+        detail_prefix: None,
     })
 }
 
@@ -146,18 +147,30 @@ pub(crate) async fn page_of(
     tenant_id: &str,
     q: AuditQuery,
 ) -> Result<AuditList, ApiError> {
-    let limit = q.limit.unwrap_or(100);
+    let limit = page_limit(q.limit)?;
+    let filter = filter_of(state.clock.now_ms(), q)?;
+    let rows = state
+        .store
+        .list_audit(tenant_id, &filter, limit + 1)
+        .await?;
+    Ok(page(rows, limit))
+}
+
+/// Rows per page as asked: 1 … 1000, default 100.
+pub(crate) fn page_limit(asked: Option<i64>) -> Result<i64, ApiError> {
+    let limit = asked.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::new(
             ErrorCode::InvalidParams,
             "limit must be 1..=1000",
         ));
     }
-    let filter = filter_of(state.clock.now_ms(), q)?;
-    let rows = state
-        .store
-        .list_audit(tenant_id, &filter, limit + 1)
-        .await?;
+    Ok(limit)
+}
+
+/// A page of `limit` rows from `rows` (newest first, up to `limit + 1`: one
+/// more says there is a next page).
+pub(crate) fn page(rows: Vec<crate::store::AuditRecord>, limit: i64) -> AuditList {
     let more = rows.len() as i64 > limit;
     let events: Vec<AuditEventView> = rows
         .into_iter()
@@ -173,8 +186,8 @@ pub(crate) async fn page_of(
         })
         .collect();
     let next_before = more.then(|| events.last().map(|e| e.id)).flatten();
-    Ok(AuditList {
+    AuditList {
         events,
         next_before,
-    })
+    }
 }

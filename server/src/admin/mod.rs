@@ -9,6 +9,7 @@ pub(crate) mod audit_keeping;
 pub(crate) mod audit_log;
 pub(crate) mod devices;
 mod me;
+pub(crate) mod me_audit;
 mod me_sessions;
 pub(crate) mod members;
 pub(crate) mod pairings;
@@ -54,6 +55,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(me::pair))
         .routes(routes!(me_sessions::list))
         .routes(routes!(me_sessions::end))
+        .routes(routes!(me_audit::list))
 }
 
 /// A display name an admin sent (a label, a token name), as stored: refused with

@@ -112,7 +112,7 @@ fn address(path: &str, q: &AuditQuery, before: Option<i64>) -> String {
     }
 }
 
-fn row(now: i64, e: AuditEventView) -> AuditRow {
+pub(super) fn row(now: i64, e: AuditEventView) -> AuditRow {
     AuditRow {
         id: e.id,
         at: When::of(now, crate::clock::parse_rfc3339(&e.at).unwrap_or(now)),

@@ -6,6 +6,7 @@
 //! style, no framing), and every state-changing request is a same-site form post
 //! with the sign-in's CSRF token.
 
+mod activity;
 mod audit;
 mod device_actions;
 mod devices;
@@ -84,6 +85,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/devices/live", get(live::devices))
         .route("/console/sessions", get(sessions::list))
         .route("/console/audit", get(audit::list))
+        .route("/console/activity", get(activity::list))
         .route("/console/audit/export", get(audit::export))
         .route("/console/sessions/live", get(live::sessions))
         .route("/console/sessions/{id}/end", post(sessions::end))

@@ -11,6 +11,7 @@
 
 mod audit_chain;
 pub mod audit_keeping;
+mod audit_reads;
 mod console_sessions;
 mod delegations;
 mod error;

@@ -76,6 +76,9 @@ pub struct AuditFilter {
     pub since: Option<i64>,
     /// Before this time (ms).
     pub until: Option<i64>,
+    /// Rows whose detail starts with this: `device:ID` finds the rows about
+    /// sessions on that browser (docs/people.md, "Their own audit").
+    pub detail_prefix: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
