@@ -227,4 +227,28 @@ test("a member sees only their own browsers, and a form posted from another orig
   assert.match(text, new RegExp(`device\\.connect\\s*device:${device}`));
   await page.screenshot({ path: join(shots, 'console-activity.png') });
   assert.deepEqual(await accessibilityProblems(page), [], 'activity page');
+
+  // His browser's policy, from its row on Devices.
+  await page.goto(`${stack.daemon.url}/console/devices`);
+  await page.getByRole('link', { name: "Policy of Bo's laptop" }).click();
+  await page.waitForURL(`**/console/devices/${device}/policy`);
+  await page.getByLabel('Before a session starts').selectOption('ask');
+  await page.getByLabel('Sites a session may open').fill('example.com\n*.example.org');
+  await page.getByLabel('Longest session, in minutes').fill('45');
+  await page.screenshot({ path: join(shots, 'console-policy.png'), fullPage: true });
+  assert.deepEqual(await accessibilityProblems(page), [], 'policy page');
+  await page.getByRole('button', { name: 'Save the policy' }).click();
+  await page.waitForURL(`**/console/devices/${device}/policy?saved=0`);
+  assert.match((await page.locator('.notice').textContent()) ?? '', /Saved/);
+  const policy = await api(stack.daemon.url, stack.daemon.token, 'GET', `/v1/admin/devices/${device}/policy`);
+  assert.deepEqual(policy.body.policy, { consent: 'ask', allow_sites: ['example.com', '*.example.org'], max_session_minutes: 45 });
+
+  // The team's settings.
+  await page.getByRole('link', { name: 'Team', exact: true }).click();
+  await page.waitForURL('**/console/team');
+  // An admin's top bar, every link in it, fits on one line at 1100 px.
+  const [brand, who] = [await page.locator('.brand').boundingBox(), await page.locator('.who').boundingBox()];
+  assert.ok(Math.abs(brand.y + brand.height / 2 - (who.y + who.height / 2)) < 8, `one line: ${JSON.stringify([brand, who])}`);
+  await page.screenshot({ path: join(shots, 'console-team.png'), fullPage: true });
+  assert.deepEqual(await accessibilityProblems(page), [], 'team settings');
 });

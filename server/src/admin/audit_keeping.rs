@@ -215,7 +215,10 @@ pub async fn keys(
     Ok(Json(state.audit_keys.key_set()))
 }
 
-async fn retention_of(state: &AppState, tenant: &str) -> Result<AuditRetention, ApiError> {
+pub(crate) async fn retention_of(
+    state: &AppState,
+    tenant: &str,
+) -> Result<AuditRetention, ApiError> {
     let own = state
         .store
         .audit_retentions()
@@ -259,7 +262,17 @@ pub async fn put_retention(
     body: Result<Json<SetAuditRetention>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<AuditRetention>, ApiError> {
     let Json(body) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
-    let days = body.days.map(i64::from);
+    Ok(Json(set_retention(&state, &p, body.days).await?))
+}
+
+/// Keep `p`'s team's rows `days` days (`None`: the gateway's default); audited
+/// as `p`'s act. Also the console's.
+pub(crate) async fn set_retention(
+    state: &AppState,
+    p: &crate::auth::principal::Principal,
+    days: Option<u32>,
+) -> Result<AuditRetention, ApiError> {
+    let days = days.map(i64::from);
     if days.is_some_and(|d| !(1..=MAX_RETENTION_DAYS).contains(&d)) {
         return Err(ApiError::at_field(
             ErrorCode::InvalidParams,
@@ -268,7 +281,7 @@ pub async fn put_retention(
         ));
     }
     state.store.set_audit_retention(&p.tenant_id, days).await?;
-    let now = retention_of(&state, &p.tenant_id).await?;
+    let now = retention_of(state, &p.tenant_id).await?;
     state
         .audit
         .record(Event {
@@ -284,5 +297,5 @@ pub async fn put_retention(
             }),
         })
         .await;
-    Ok(Json(now))
+    Ok(now)
 }

@@ -13,7 +13,7 @@ pub(crate) mod me_audit;
 mod me_sessions;
 pub(crate) mod members;
 pub(crate) mod pairings;
-mod policies;
+pub(crate) mod policies;
 pub(crate) mod tokens;
 mod webhooks;
 

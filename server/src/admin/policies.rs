@@ -125,8 +125,7 @@ pub async fn get_team(
     query: Result<Query<PolicyQuery>, QueryRejection>,
 ) -> Result<Json<PolicyView>, ApiError> {
     let effective = wants_effective(query)?;
-    let text = state.store.team_policy(&p.tenant_id).await?;
-    let policy = parse_stored(text.as_deref()).map_err(ApiError::from)?;
+    let policy = team_policy_of(&state, &p.tenant_id).await?;
     Ok(Json(PolicyView {
         scope: Layer::Team,
         device_id: None,
@@ -134,6 +133,12 @@ pub async fn get_team(
         policy,
         sessions_ended: None,
     }))
+}
+
+/// The team's policy as set (`{}`: none).
+pub(crate) async fn team_policy_of(state: &AppState, tenant_id: &str) -> Result<Policy, ApiError> {
+    let text = state.store.team_policy(tenant_id).await?;
+    parse_stored(text.as_deref()).map_err(ApiError::from)
 }
 
 /// `PUT /v1/admin/policy`: replace the team's policy (`{}` clears it).
@@ -151,24 +156,34 @@ pub async fn put_team(
     AdminPrincipal(p): AdminPrincipal,
     ApiJson(body): ApiJson<Policy>,
 ) -> Result<Json<PolicyView>, ApiError> {
-    let policy = checked(&state, &p.tenant_id, body).await?;
+    set_team(&state, &p, body).await.map(Json)
+}
+
+/// Replace `p`'s team's policy with `body`, checked whole first; audited, and
+/// applied to the open sessions before it returns. Also the console's.
+pub(crate) async fn set_team(
+    state: &AppState,
+    p: &Principal,
+    body: Policy,
+) -> Result<PolicyView, ApiError> {
+    let policy = checked(state, &p.tenant_id, body).await?;
     state
         .store
         .set_team_policy(&p.tenant_id, stored(&policy)?.as_deref())
         .await?;
-    audit_set(&state, &p, "team".into(), &policy).await;
-    let ended = refresh(&state, &p.tenant_id, None).await;
-    Ok(Json(PolicyView {
+    audit_set(state, p, "team".into(), &policy).await;
+    let ended = refresh(state, &p.tenant_id, None).await;
+    Ok(PolicyView {
         scope: Layer::Team,
         device_id: None,
         policy,
         effective: None,
         sessions_ended: Some(u32::try_from(ended).unwrap_or(u32::MAX)),
-    }))
+    })
 }
 
 /// A browser's policy, and the effective one when asked for.
-async fn device_view(
+pub(crate) async fn device_view(
     state: &AppState,
     tenant_id: &str,
     id: &str,
@@ -191,7 +206,10 @@ async fn device_view(
     }))
 }
 
-async fn set_device(
+/// Replace browser `id`'s policy with `body`, checked whole first; audited, and
+/// applied to its open sessions before it returns. The caller has checked that
+/// `p` may. Also the console's.
+pub(crate) async fn set_device(
     state: &AppState,
     p: &Principal,
     id: &str,

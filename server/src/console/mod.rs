@@ -15,6 +15,8 @@ mod live;
 mod members;
 mod page;
 mod pairing;
+mod policies;
+mod policy_form;
 mod posted;
 mod sessions;
 mod signed_in;
@@ -85,6 +87,13 @@ pub fn routes() -> Router<AppState> {
         .route("/console/devices/live", get(live::devices))
         .route("/console/sessions", get(sessions::list))
         .route("/console/audit", get(audit::list))
+        .route(
+            "/console/devices/{id}/policy",
+            get(policies::device_page).post(policies::device_save),
+        )
+        .route("/console/team", get(policies::team))
+        .route("/console/team/policy", post(policies::team_policy))
+        .route("/console/team/retention", post(policies::team_retention))
         .route("/console/activity", get(activity::list))
         .route("/console/audit/export", get(audit::export))
         .route("/console/sessions/live", get(live::sessions))
