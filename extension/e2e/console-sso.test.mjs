@@ -251,4 +251,18 @@ test("a member sees only their own browsers, and a form posted from another orig
   assert.ok(Math.abs(brand.y + brand.height / 2 - (who.y + who.height / 2)) < 8, `one line: ${JSON.stringify([brand, who])}`);
   await page.screenshot({ path: join(shots, 'console-team.png'), fullPage: true });
   assert.deepEqual(await accessibilityProblems(page), [], 'team settings');
+
+  // Webhooks: an endpoint added, its secret shown once.
+  await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+  await page.waitForURL('**/console/webhooks');
+  await page.getByLabel('URL').fill('https://hooks.example.com/latchkey');
+  await page.getByLabel('Description').fill('Ops chat');
+  await page.getByLabel('device.revoke', { exact: true }).check();
+  await page.getByLabel('session.help_requested', { exact: true }).check();
+  await page.getByRole('button', { name: 'Add', exact: true }).click();
+  assert.match(await page.locator('#new-secret').inputValue(), /^whsec_/);
+  await page.screenshot({ path: join(shots, 'console-webhooks.png'), fullPage: true });
+  assert.deepEqual(await accessibilityProblems(page), [], 'webhooks page');
+  const hooks = await api(stack.daemon.url, stack.daemon.token, 'GET', '/v1/admin/webhooks');
+  assert.deepEqual(hooks.body.webhooks.map((w) => w.events), [['device.revoke', 'session.help_requested']]);
 });

@@ -140,7 +140,7 @@ test('an admin signs in, pairs the browser from a console link, sees it online, 
   assert.match((await row.textContent()) ?? '', /Old kitchen laptop/);
 
   // The tokens page: a new agent token is shown once, with a copy button.
-  await page.getByRole('link', { name: 'Agents and tokens' }).click();
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
   await page.waitForURL('**/console/tokens');
   await page.fill('#token-name', 'booking-agent');
   await page.getByRole('button', { name: 'Create the token' }).click();

@@ -6,11 +6,10 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use latchkey_testkit::reqwest::Method;
-use latchkey_testkit::{Backend, FakeBrowser, TestServer, backend_tests};
+use latchkey_testkit::{Backend, TestServer, backend_tests};
 use serde_json::{Value, json};
 
 fn rows(list: &Value) -> Vec<String> {
@@ -33,14 +32,10 @@ async fn a_person_reads_what_happened_to_their_browsers_only(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
     let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
-    let mut browsers = Vec::new();
-    let mut devices = Vec::new();
-    for member in [&alice.id, &bob.id] {
-        let (ext, device) = server.paired_for(member).await.expect("paired");
-        let socket = ext.connect_online().await.expect("online");
-        browsers.push(FakeBrowser::serve(socket, Arc::new(|_| None)));
-        devices.push(device);
-    }
+    let (_browsers, devices) = server
+        .online_browsers_for(&[&alice.id, &bob.id])
+        .await
+        .expect("browsers");
     let agent = server.new_agent().await.expect("agent");
     let hers = agent.start(Some(&devices[0])).await.expect("session").id;
     let his = agent.start(Some(&devices[1])).await.expect("session").id;
@@ -175,6 +170,20 @@ async fn a_person_reads_what_happened_to_their_browsers_only(backend: Backend) {
         .await
         .expect("page");
     assert_eq!(theirs.status, 404, "{}", theirs.body);
+
+    // The admin's Audit page leads from a session to all of its rows.
+    let admin_web = server
+        .console_signed_in(&server.admin_token)
+        .await
+        .expect("in");
+    let audit = admin_web.get("/console/audit").await.expect("page");
+    assert!(
+        audit
+            .body
+            .contains(&format!(r#"href="/console/audit?target=session%3A{hers}""#)),
+        "{}",
+        audit.body
+    );
 
     // Agent and plain admin tokens have no person, so no such trail.
     let (status, _) = server

@@ -6,24 +6,18 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
-
 use latchkey_testkit::reqwest::Method;
-use latchkey_testkit::{Backend, FakeBrowser, TestServer, backend_tests};
+use latchkey_testkit::{Backend, TestServer, backend_tests};
 use serde_json::json;
 
 async fn a_person_lists_and_ends_the_sessions_on_their_own_browsers(backend: Backend) {
     let server = TestServer::start(backend).await.expect("server");
     let admin = server.admin();
     let (alice, bob) = admin.alice_and_bob().await.expect("alice and bob");
-    let mut browsers = Vec::new();
-    let mut devices = Vec::new();
-    for member in [&alice.id, &bob.id] {
-        let (ext, device) = server.paired_for(member).await.expect("paired");
-        let socket = ext.connect_online().await.expect("online");
-        browsers.push(FakeBrowser::serve(socket, Arc::new(|_| None)));
-        devices.push(device);
-    }
+    let (browsers, devices) = server
+        .online_browsers_for(&[&alice.id, &bob.id])
+        .await
+        .expect("browsers");
     let agent = server.new_agent().await.expect("agent");
     let hers = agent.start(Some(&devices[0])).await.expect("session").id;
     let his = agent.start(Some(&devices[1])).await.expect("session").id;

@@ -451,6 +451,23 @@ impl TestServer {
         Ok((ext, device))
     }
 
+    /// For each of `members`, a browser paired for them, online, answering
+    /// every call with success: the browsers and their device ids, in order.
+    pub async fn online_browsers_for(
+        &self,
+        members: &[&str],
+    ) -> anyhow::Result<(Vec<crate::FakeBrowser>, Vec<String>)> {
+        let mut browsers = Vec::new();
+        let mut devices = Vec::new();
+        for member in members {
+            let (ext, device) = self.paired_for(member).await?;
+            let socket = ext.connect_online().await?;
+            browsers.push(crate::FakeBrowser::serve(socket, Arc::new(|_| None)));
+            devices.push(device);
+        }
+        Ok((browsers, devices))
+    }
+
     /// A fake extension holding the pairing `link` (one made for a member, say).
     pub fn extension_from_link(&self, link: &str) -> anyhow::Result<FakeExtension> {
         FakeExtension::from_link(link, self.http.clone(), self.client_tls())

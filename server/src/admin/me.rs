@@ -52,13 +52,8 @@ pub async fn devices(
     me: MemberPrincipal,
 ) -> Result<Json<DeviceList>, ApiError> {
     let tenant = &me.principal.tenant_id;
-    let mine: Vec<_> = state
-        .store
-        .list_devices(tenant)
-        .await?
-        .into_iter()
-        .filter(|d| d.owner_id.as_deref() == Some(me.member_id.as_str()))
-        .collect();
+    let mine =
+        crate::devices::owned::of_member(state.store.as_ref(), tenant, &me.member_id).await?;
     let owners = owners(&state, tenant, &mine).await?;
     Ok(Json(DeviceList {
         devices: mine.into_iter().map(|d| view(&state, d, &owners)).collect(),

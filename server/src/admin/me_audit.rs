@@ -62,14 +62,12 @@ pub(crate) async fn page_for_member(
 ) -> Result<AuditList, ApiError> {
     let limit = page_limit(q.limit)?;
     // Every browser that was theirs, revoked ones too: their history stays.
-    let mine: Vec<String> = state
-        .store
-        .list_devices(tenant_id)
-        .await?
-        .into_iter()
-        .filter(|d| d.owner_id.as_deref() == Some(member_id))
-        .map(|d| d.id)
-        .collect();
+    let mine: Vec<String> =
+        crate::devices::owned::of_member(state.store.as_ref(), tenant_id, member_id)
+            .await?
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
     let rows = match q.session {
         Some(session) => one_session(state, tenant_id, &mine, &session, q.before, limit).await?,
         None => about_browsers(state, tenant_id, &mine, q.before, limit).await?,

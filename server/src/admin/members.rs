@@ -265,12 +265,12 @@ pub(crate) async fn remove_one(
         return Err(ApiError::not_found("member"));
     }
     let now = state.clock.now_ms();
-    let theirs = state.store.list_devices(&p.tenant_id).await?;
-    let their_devices: Vec<String> = theirs
-        .into_iter()
-        .filter(|d| d.owner_id.as_deref() == Some(id.as_str()))
-        .map(|d| d.id)
-        .collect();
+    let their_devices: Vec<String> =
+        crate::devices::owned::of_member(state.store.as_ref(), &p.tenant_id, &id)
+            .await?
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
     crate::devices::revocation::close_revoked(state, &p.tenant_id, &their_devices);
     let their_tokens: Vec<String> = state
         .store

@@ -15,7 +15,7 @@ pub(crate) mod members;
 pub(crate) mod pairings;
 pub(crate) mod policies;
 pub(crate) mod tokens;
-mod webhooks;
+pub(crate) mod webhooks;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

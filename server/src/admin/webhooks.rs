@@ -18,7 +18,7 @@ use latchkey_protocol::webhooks::{
 use crate::api_error::ApiError;
 use crate::app::AppState;
 use crate::audit::{Event, action};
-use crate::auth::principal::AdminPrincipal;
+use crate::auth::principal::{AdminPrincipal, Principal};
 use crate::clock::rfc3339;
 use crate::store::webhooks::{DeliveryRecord, WebhookRecord};
 use crate::webhooks::destination::check_url;
@@ -72,7 +72,7 @@ async fn endpoint(state: &AppState, tenant_id: &str, id: &str) -> Result<Webhook
 
 async fn audit(
     state: &AppState,
-    p: &crate::auth::principal::Principal,
+    p: &Principal,
     act: &'static str,
     id: &str,
     detail: Option<String>,
@@ -105,6 +105,19 @@ pub async fn create(
     body: JsonBody<CreateWebhookRequest>,
 ) -> Result<(StatusCode, Json<WebhookCreated>), ApiError> {
     let Json(req) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    Ok((
+        StatusCode::CREATED,
+        Json(create_one(&state, &p, req).await?),
+    ))
+}
+
+/// Register the endpoint `req` asks for in `p`'s team; audited as `p`'s act.
+/// Also the console's.
+pub(crate) async fn create_one(
+    state: &AppState,
+    p: &Principal,
+    req: CreateWebhookRequest,
+) -> Result<WebhookCreated, ApiError> {
     let allow_private = state.config.webhooks.allow_private_destinations;
     let url = check_url(&req.url, allow_private)
         .map_err(|m| ApiError::at_field(ErrorCode::InvalidParams, "url", m))?;
@@ -161,21 +174,18 @@ pub async fn create(
     }
     // Never the URL in the trail: it may carry the receiver's token.
     audit(
-        &state,
-        &p,
+        state,
+        p,
         action::WEBHOOK_CREATE,
         &record.id,
         Some(record.events.clone()),
     )
     .await;
-    let stored = endpoint(&state, &p.tenant_id, &record.id).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(WebhookCreated {
-            view: view(&stored),
-            secret,
-        }),
-    ))
+    let stored = endpoint(state, &p.tenant_id, &record.id).await?;
+    Ok(WebhookCreated {
+        view: view(&stored),
+        secret,
+    })
 }
 
 #[utoipa::path(
@@ -190,10 +200,15 @@ pub async fn list(
     State(state): State<AppState>,
     AdminPrincipal(p): AdminPrincipal,
 ) -> Result<Json<WebhookList>, ApiError> {
-    let all = state.store.list_webhooks(&p.tenant_id).await?;
-    Ok(Json(WebhookList {
+    Ok(Json(list_of(&state, &p.tenant_id).await?))
+}
+
+/// The team's endpoints. Also the console's.
+pub(crate) async fn list_of(state: &AppState, tenant_id: &str) -> Result<WebhookList, ApiError> {
+    let all = state.store.list_webhooks(tenant_id).await?;
+    Ok(WebhookList {
         webhooks: all.iter().map(view).collect(),
-    }))
+    })
 }
 
 #[utoipa::path(
@@ -210,12 +225,21 @@ pub async fn remove(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<WebhookView>, ApiError> {
-    let w = endpoint(&state, &p.tenant_id, &id).await?;
-    if !state.store.delete_webhook(&p.tenant_id, &id).await? {
+    Ok(Json(remove_one(&state, &p, &id).await?))
+}
+
+/// Remove endpoint `id` of `p`'s team; audited. Also the console's.
+pub(crate) async fn remove_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+) -> Result<WebhookView, ApiError> {
+    let w = endpoint(state, &p.tenant_id, id).await?;
+    if !state.store.delete_webhook(&p.tenant_id, id).await? {
         return Err(ApiError::not_found("webhook"));
     }
-    audit(&state, &p, action::WEBHOOK_DELETE, &id, None).await;
-    Ok(Json(view(&w)))
+    audit(state, p, action::WEBHOOK_DELETE, id, None).await;
+    Ok(view(&w))
 }
 
 #[utoipa::path(
@@ -232,17 +256,28 @@ pub async fn deliveries(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<WebhookDeliveryList>, ApiError> {
-    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    Ok(Json(deliveries_of(&state, &p.tenant_id, &id).await?.1))
+}
+
+/// Endpoint `id` of team `tenant_id` and its recent deliveries, newest first.
+/// Also the console's.
+pub(crate) async fn deliveries_of(
+    state: &AppState,
+    tenant_id: &str,
+    id: &str,
+) -> Result<(WebhookView, WebhookDeliveryList), ApiError> {
+    let w = endpoint(state, tenant_id, id).await?;
     let log = state
         .store
         .list_deliveries(&w.id, crate::store::webhooks::DELIVERIES_KEPT)
         .await?;
-    Ok(Json(WebhookDeliveryList {
+    let deliveries = WebhookDeliveryList {
         deliveries: log
             .into_iter()
             .map(|d| delivery_view(d, &w.tenant_id))
             .collect(),
-    }))
+    };
+    Ok((view(&w), deliveries))
 }
 
 #[utoipa::path(
@@ -262,14 +297,25 @@ pub async fn redeliver(
     body: JsonBody<RedeliverRequest>,
 ) -> Result<Json<WebhookDeliveryView>, ApiError> {
     let Json(req) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
-    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    Ok(Json(redeliver_one(&state, &p, &id, req.seq).await?))
+}
+
+/// Deliver the event at `seq` to endpoint `id` of `p`'s team again, now;
+/// audited. Also the console's.
+pub(crate) async fn redeliver_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+    seq: i64,
+) -> Result<WebhookDeliveryView, ApiError> {
+    let w = endpoint(state, &p.tenant_id, id).await?;
     let page = state
         .store
-        .audit_chain_page(&w.tenant_id, req.seq.saturating_sub(1), 1)
+        .audit_chain_page(&w.tenant_id, seq.saturating_sub(1), 1)
         .await?;
     let Some(row) = page
         .into_iter()
-        .find(|r| r.seq == req.seq && w.follows(&r.event.action))
+        .find(|r| r.seq == seq && w.follows(&r.event.action))
     else {
         return Err(ApiError::at_field(
             ErrorCode::InvalidParams,
@@ -284,16 +330,16 @@ pub async fn redeliver(
         .unwrap_or_default();
     let now = state.clock.now_ms();
     let attempt = state.webhooks.attempt(&w, &row, &team, now).await;
-    crate::webhooks::deliver::log(&state, &w, &row, 0, now, &attempt).await;
+    crate::webhooks::deliver::log(state, &w, &row, 0, now, &attempt).await;
     audit(
-        &state,
-        &p,
+        state,
+        p,
         action::WEBHOOK_REDELIVER,
-        &id,
+        id,
         Some(format!("seq {}", row.seq)),
     )
     .await;
-    Ok(Json(WebhookDeliveryView {
+    Ok(WebhookDeliveryView {
         event_id: crate::webhooks::event_id(&w.tenant_id, row.seq),
         event_type: row.event.action,
         seq: row.seq,
@@ -302,7 +348,7 @@ pub async fn redeliver(
         delivered: attempt.delivered,
         status: attempt.status,
         error: attempt.error,
-    }))
+    })
 }
 
 #[utoipa::path(
@@ -319,11 +365,21 @@ pub async fn enable(
     AdminPrincipal(p): AdminPrincipal,
     Path(id): Path<String>,
 ) -> Result<Json<WebhookView>, ApiError> {
-    let w = endpoint(&state, &p.tenant_id, &id).await?;
+    Ok(Json(enable_one(&state, &p, &id).await?))
+}
+
+/// Deliver to endpoint `id` of `p`'s team again after it was disabled;
+/// audited. Also the console's.
+pub(crate) async fn enable_one(
+    state: &AppState,
+    p: &Principal,
+    id: &str,
+) -> Result<WebhookView, ApiError> {
+    let w = endpoint(state, &p.tenant_id, id).await?;
     state
         .store
         .enable_webhook(&p.tenant_id, &w.id, state.clock.now_ms())
         .await?;
-    audit(&state, &p, action::WEBHOOK_ENABLE, &id, None).await;
-    Ok(Json(view(&endpoint(&state, &p.tenant_id, &id).await?)))
+    audit(state, p, action::WEBHOOK_ENABLE, id, None).await;
+    Ok(view(&endpoint(state, &p.tenant_id, id).await?))
 }

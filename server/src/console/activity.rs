@@ -19,20 +19,13 @@ use crate::app::AppState;
 /// Rows on a page.
 const PAGE_ROWS: i64 = 50;
 
-/// One row, and the session it is about when the row names one.
-pub struct ActivityRow {
-    pub row: AuditRow,
-    /// `/console/activity?session=…` for a row about a session.
-    pub session_link: Option<String>,
-}
-
 #[derive(Template)]
 #[template(path = "console/activity.html")]
 struct ActivityPage {
     frame: Option<Frame>,
     /// The one session shown, if any.
     session: Option<String>,
-    rows: Vec<ActivityRow>,
+    rows: Vec<AuditRow>,
     older: Option<String>,
     paged: bool,
 }
@@ -75,19 +68,12 @@ pub async fn list(
     };
     let list = page_for_member(&state, &me.principal.tenant_id, &member_id, asked).await?;
     let now = state.clock.now_ms();
+    // In the list, a session leads to its own rows; on its own page, nowhere.
+    let listing = session.is_none();
     let rows = list
         .events
         .into_iter()
-        .map(|e| {
-            let session_link = match (&session, e.target.strip_prefix("session:")) {
-                (None, Some(id)) => Some(address(Some(id), None)),
-                _ => None,
-            };
-            ActivityRow {
-                row: row(now, e),
-                session_link,
-            }
-        })
+        .map(|e| row(now, e, |id| listing.then(|| address(Some(id), None))))
         .collect();
     Ok(render(
         StatusCode::OK,

@@ -34,6 +34,8 @@ pub struct AuditRow {
     pub outcome: String,
     pub ok: bool,
     pub detail: String,
+    /// Where the target leads (the rows of the session it names), if anywhere.
+    pub link: Option<String>,
 }
 
 /// The filters as typed, to fill the form again.
@@ -112,8 +114,10 @@ fn address(path: &str, q: &AuditQuery, before: Option<i64>) -> String {
     }
 }
 
-pub(super) fn row(now: i64, e: AuditEventView) -> AuditRow {
+/// `e` as a row; `link` makes a session target lead to that session's rows.
+pub(super) fn row(now: i64, e: AuditEventView, link: impl Fn(&str) -> Option<String>) -> AuditRow {
     AuditRow {
+        link: e.target.strip_prefix("session:").and_then(&link),
         id: e.id,
         at: When::of(now, crate::clock::parse_rfc3339(&e.at).unwrap_or(now)),
         ok: e.outcome == "ok",
@@ -176,7 +180,18 @@ pub async fn list(
             page.older = list
                 .next_before
                 .map(|before| address("/console/audit", &shown, Some(before)));
-            page.rows = list.events.into_iter().map(|e| row(now, e)).collect();
+            let session_rows = |id: &str| {
+                let q = AuditQuery {
+                    target: Some(format!("session:{id}")),
+                    ..AuditQuery::default()
+                };
+                Some(address("/console/audit", &q, None))
+            };
+            page.rows = list
+                .events
+                .into_iter()
+                .map(|e| row(now, e, session_rows))
+                .collect();
             Ok(render(StatusCode::OK, &page))
         }
         // A filter the trail refuses is shown beside the form, to be corrected.

@@ -22,6 +22,7 @@ mod sessions;
 mod signed_in;
 pub mod sso;
 mod tokens;
+mod webhooks;
 
 use axum::Router;
 use axum::extract::Request;
@@ -92,6 +93,17 @@ pub fn routes() -> Router<AppState> {
             get(policies::device_page).post(policies::device_save),
         )
         .route("/console/team", get(policies::team))
+        .route(
+            "/console/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route("/console/webhooks/{id}", get(webhooks::show))
+        .route(
+            "/console/webhooks/{id}/redeliver",
+            post(webhooks::redeliver),
+        )
+        .route("/console/webhooks/{id}/enable", post(webhooks::enable))
+        .route("/console/webhooks/{id}/remove", post(webhooks::remove))
         .route("/console/team/policy", post(policies::team_policy))
         .route("/console/team/retention", post(policies::team_retention))
         .route("/console/activity", get(activity::list))

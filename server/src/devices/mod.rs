@@ -10,6 +10,7 @@ pub(crate) mod grant;
 pub mod grant_sweep;
 pub(crate) mod handshake;
 pub(crate) mod link;
+pub mod owned;
 pub mod registry;
 pub(crate) mod revocation;
 pub mod session_events;

@@ -116,14 +116,12 @@ pub async fn list_for_owner(
     tenant_id: &str,
     member_id: &str,
 ) -> Result<SessionList, CoreError> {
-    let mine: std::collections::HashSet<String> = core
-        .store
-        .list_devices(tenant_id)
-        .await?
-        .into_iter()
-        .filter(|d| d.owner_id.as_deref() == Some(member_id))
-        .map(|d| d.id)
-        .collect();
+    let mine: std::collections::HashSet<String> =
+        crate::devices::owned::of_member(core.store.as_ref(), tenant_id, member_id)
+            .await?
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
     let mut all = list(core, Scope::Admin { tenant_id }).await;
     all.sessions.retain(|s| mine.contains(&s.browser_id));
     Ok(all)
