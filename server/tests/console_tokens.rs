@@ -136,3 +136,104 @@ backend_tests!(
     an_admin_creates_lists_and_revokes_tokens,
     an_admin_creates_lists_and_revokes_tokens
 );
+
+/// The team's live delegations are listed with the token at their root and what
+/// they are narrowed to; Revoke ends one and every delegation below it, and the
+/// delegation token stops working at once (docs/delegation.md).
+async fn an_admin_sees_and_revokes_delegations(backend: Backend) {
+    let server = TestServer::start(backend).await.expect("server");
+    let admin = server.admin();
+    let made = admin
+        .create_token("booker", latchkey_protocol::api::Role::Agent)
+        .await
+        .expect("agent");
+    let agent = server.agent(&made.token);
+    let minted = agent
+        .request(
+            Method::POST,
+            "/v1/delegations",
+            Some(&serde_json::json!({"ttl_secs": 900, "name": "checkout-helper", "sites": ["*.shop.test"]})),
+        )
+        .await
+        .expect("mint");
+    assert_eq!(minted.status, 201, "{}", minted.body);
+    let id = minted.body["id"].as_str().expect("id").to_string();
+    let token = minted.body["token"].as_str().expect("token").to_string();
+    let child = server
+        .agent(&token)
+        .request(
+            Method::POST,
+            "/v1/delegations",
+            Some(&serde_json::json!({"ttl_secs": 300, "name": "one-step"})),
+        )
+        .await
+        .expect("mint");
+    assert_eq!(child.status, 201, "{}", child.body);
+
+    let web = server
+        .console_signed_in(&server.admin_token)
+        .await
+        .expect("in");
+    let page = web.get("/console/tokens").await.expect("page");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains(&format!(r#"data-delegation="{id}""#)),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("sites *.shop.test"), "{}", page.body);
+    assert!(
+        page.body.contains("(2 levels down)"),
+        "the child, by its root: {}",
+        page.body
+    );
+    assert!(!page.body.contains(&token), "never the delegation token");
+    let csrf = page.csrf().expect("csrf");
+
+    let path = format!("/console/delegations/{id}/revoke");
+    let forged = web
+        .post(&path, &[("csrf", &"0".repeat(64))])
+        .await
+        .expect("answer");
+    assert_eq!(forged.status, 403);
+    assert_eq!(
+        server
+            .agent(&token)
+            .try_start(None)
+            .await
+            .expect("answer")
+            .status,
+        409,
+        "still works: no browser"
+    );
+    let revoked = web.post(&path, &[("csrf", &csrf)]).await.expect("revoke");
+    assert_eq!(revoked.status, 303, "{}", revoked.body);
+    assert_eq!(
+        server
+            .agent(&token)
+            .try_start(None)
+            .await
+            .expect("answer")
+            .status,
+        401
+    );
+    let after = web.get("/console/tokens").await.expect("page");
+    assert!(
+        after.body.contains("No live delegations"),
+        "the child went with it: {}",
+        after.body
+    );
+    let unknown = web
+        .post(
+            "/console/delegations/del_0000000000000000/revoke",
+            &[("csrf", &csrf)],
+        )
+        .await
+        .expect("answer");
+    assert_eq!(unknown.status, 404);
+}
+
+backend_tests!(
+    an_admin_sees_and_revokes_delegations,
+    an_admin_sees_and_revokes_delegations
+);

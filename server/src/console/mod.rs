@@ -8,6 +8,7 @@
 
 mod activity;
 mod audit;
+mod delegations;
 mod device_actions;
 mod devices;
 mod human;
@@ -76,6 +77,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/console/members/{id}/role", post(members::set_role))
         .route("/console/tokens/{id}/revoke", post(tokens::revoke))
+        .route(
+            "/console/delegations/{id}/revoke",
+            post(delegations::revoke),
+        )
         .route("/console/pairings/{id}/void", post(pairing::void))
         .route(
             "/console/sign-in",

@@ -40,6 +40,8 @@ struct TokensPage {
     members: Vec<MemberChoice>,
     /// The name and secret of a token just made, shown once.
     created: Option<(String, String)>,
+    /// The team's live delegations.
+    delegations: Vec<super::delegations::DelegationRow>,
 }
 
 impl TokensPage {
@@ -73,10 +75,12 @@ async fn page(
             .find(|m| m.id == id)
             .map(|m| person(&m.display_name, &m.email))
     };
-    let rows = state
-        .store
-        .list_api_tokens(tenant)
-        .await?
+    let tokens = state.store.list_api_tokens(tenant).await?;
+    let delegations = super::delegations::rows(state, tenant, |id| {
+        tokens.iter().find(|t| t.id == id).map(|t| t.name.clone())
+    })
+    .await?;
+    let rows = tokens
         .into_iter()
         .map(|t| TokenRow {
             role: match Role::parse(&t.role) {
@@ -116,6 +120,7 @@ async fn page(
             rows,
             members: choices,
             created,
+            delegations,
         },
     ))
 }

@@ -315,6 +315,16 @@ pub async fn revoke(
     p: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<DelegationRevoked>, ApiError> {
+    Ok(Json(revoke_one(&state, &p, id).await?))
+}
+
+/// Revoke delegation `id` (if `p` minted it or one above it, or is an admin)
+/// and every one below it, ending what they hold; audited. Also the console's.
+pub(crate) async fn revoke_one(
+    state: &AppState,
+    p: &Principal,
+    id: String,
+) -> Result<DelegationRevoked, ApiError> {
     if !crate::ids::DELEGATION.holds(&id) {
         return Err(ApiError::not_found("delegation"));
     }
@@ -331,7 +341,7 @@ pub async fn revoke(
         .store
         .revoke_delegation(&p.tenant_id, &id, now)
         .await?;
-    end_leases(&state, &p.tenant_id, &revoked);
+    end_leases(state, &p.tenant_id, &revoked);
     state
         .audit
         .record(Event {
@@ -343,7 +353,7 @@ pub async fn revoke(
             detail: Some(format!("{} revoked", revoked.len())),
         })
         .await;
-    Ok(Json(DelegationRevoked { id, revoked }))
+    Ok(DelegationRevoked { id, revoked })
 }
 
 /// `/.well-known/jwks.json`: the public keys delegation tokens are verified with.

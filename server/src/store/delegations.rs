@@ -63,6 +63,14 @@ pub trait DelegationStore: Send + Sync {
         tenant_id: &str,
         id: &str,
     ) -> Result<Vec<DelegationRecord>, StoreError>;
+    /// The team's live delegations (not revoked, not expired at `now`), newest
+    /// first, at most `limit`: what an admin reviews.
+    async fn live_delegations(
+        &self,
+        tenant_id: &str,
+        now: i64,
+        limit: i64,
+    ) -> Result<Vec<DelegationRecord>, StoreError>;
     /// Revoke delegation `id` and every one below it in the chain; the ids
     /// revoked now. Empty when the team has no such live delegation.
     async fn revoke_delegation(
@@ -199,6 +207,23 @@ macro_rules! impl_sql_delegations {
                      ORDER BY created_at DESC, id"))
                 .bind(tenant_id)
                 .bind(id)
+                .fetch_all(&self.pool)
+                .await?)
+            }
+
+            async fn live_delegations(
+                &self,
+                tenant_id: &str,
+                now: i64,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::DelegationRecord>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ", delegation_columns!(), " FROM delegation \
+                     WHERE tenant_id = $1 AND revoked_at IS NULL AND expires_at > $2 \
+                     ORDER BY created_at DESC, id LIMIT $3"))
+                .bind(tenant_id)
+                .bind(now)
+                .bind(limit)
                 .fetch_all(&self.pool)
                 .await?)
             }

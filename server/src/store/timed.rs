@@ -395,6 +395,17 @@ impl DelegationStore for TimedStore {
             self.inner.delegations_under(tenant_id, id)
         )
     }
+    async fn live_delegations(
+        &self,
+        tenant_id: &str,
+        now: i64,
+        limit: i64,
+    ) -> Result<Vec<DelegationRecord>, StoreError> {
+        timed!(
+            "live_delegations",
+            self.inner.live_delegations(tenant_id, now, limit)
+        )
+    }
     async fn revoke_delegation(
         &self,
         tenant_id: &str,
