@@ -193,12 +193,7 @@ async fn a_person_ends_an_agents_session_on_their_browser() {
         "{}",
         r.stdout
     );
-    let r = latchkey(
-        dir.path(),
-        &me,
-        &["--json", "me", "audit", "--session", &session],
-    )
-    .await;
+    let r = latchkey(dir.path(), &me, &["--json", "me", "audit", &session]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let listed = r.json();
     let actions: Vec<&str> = listed["events"]

@@ -275,11 +275,11 @@ pub enum MeCommand {
     /// The policy of a browser of yours (docs/policy.md).
     #[command(subcommand)]
     Policy(MePolicyCommand),
-    /// What the audit trail says about your browsers, newest first; with
-    /// --session, every action one session took on them.
+    /// What the audit trail says about your browsers, newest first; given a
+    /// session, every action it took on them.
     Audit {
         /// One session on your browsers (its id, or a unique prefix of a live one).
-        #[arg(long)]
+        #[arg(id = "audit_session", value_name = "SESSION")]
         session: Option<String>,
         /// Rows per page (1..=1000).
         #[arg(long, default_value_t = 50)]
