@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod nats;
 pub mod nginx;
+mod peers;
 pub mod raw_ws;
 pub mod receiver;
 pub mod server;
