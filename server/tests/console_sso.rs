@@ -134,7 +134,7 @@ async fn what_did_not_start_here_is_refused(backend: Backend) {
         ),
         (
             with_flow(now, "acme"),
-            "error=access_denied&error_description=The+person+said+no%0A%1B",
+            "state=the-state&error=access_denied&error_description=The+person+said+no%0A%1B",
             403,
             "did not sign you in: The person said no",
         ),

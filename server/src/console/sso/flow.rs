@@ -18,7 +18,7 @@ use latchkey_protocol::ErrorCode;
 use openidconnect::core::{CoreAuthenticationFlow, CoreIdTokenClaims, CoreUserInfoClaims};
 use openidconnect::{
     AuthorizationCode, ClaimsVerificationError, CsrfToken, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, RequestTokenError, Scope, TokenResponse, UserInfoError,
 };
 use serde::Deserialize;
 
@@ -202,6 +202,11 @@ async fn finish(
     {
         return Err(stale());
     }
+    // The state first, for an error answer too: only our own redirect counts.
+    let returned_state = returned.state.unwrap_or_default();
+    if !secret::ct_eq(&returned_state, &flow.state) {
+        return Err(stale());
+    }
     if let Some(error) = returned.error {
         let said = returned.error_description.unwrap_or(error);
         let said = latchkey_protocol::text::clean(&said, 200);
@@ -210,10 +215,6 @@ async fn finish(
             format!("The identity provider did not sign you in: {said}"),
         )
         .into());
-    }
-    let returned_state = returned.state.unwrap_or_default();
-    if !secret::ct_eq(&returned_state, &flow.state) {
-        return Err(stale());
     }
     let code = returned
         .code
@@ -229,7 +230,7 @@ async fn finish(
         .request_async(http)
         .await
         .map_err(|e| {
-            tracing::warn!(provider = %id, error = %error_chain(&e), "single sign-on code exchange failed");
+            tracing::warn!(provider = %id, error = %token_failure(&e), "single sign-on code exchange failed");
             failed("the provider did not accept the sign-in")
         })?;
     let id_token = tokens
@@ -263,7 +264,7 @@ async fn finish(
         )
     {
         let info: CoreUserInfoClaims = request.request_async(http).await.map_err(|e| {
-            tracing::warn!(provider = %id, error = %error_chain(&e), "UserInfo request failed");
+            tracing::warn!(provider = %id, error = %user_info_failure(&e), "UserInfo request failed");
             failed("its UserInfo answer could not be read")
         })?;
         person = Person {
@@ -278,6 +279,35 @@ async fn finish(
     let member = member_for(state, &provider.config, &person).await?;
     tracing::info!(tenant = %member.tenant_id, member = %member.id, provider = %id, "console sign-in through single sign-on");
     begin_sign_in(state, &member.tenant_id, None, Some(member.id)).await
+}
+
+/// Why the code exchange failed, for the log. An answer that did not parse
+/// may hold a token, so only where it broke is named, never what it said.
+fn token_failure<RE, T>(e: &RequestTokenError<RE, T>) -> String
+where
+    RE: std::error::Error + 'static,
+    T: openidconnect::ErrorResponse + 'static,
+{
+    match e {
+        RequestTokenError::ServerResponse(r) => format!("the provider refused: {r}"),
+        RequestTokenError::Request(e) => format!("request failed: {}", error_chain(e)),
+        RequestTokenError::Parse(e, _) => format!("unreadable answer at `{}`", e.path()),
+        RequestTokenError::Other(why) => why.clone(),
+    }
+}
+
+/// Why the UserInfo request failed, for the log: never the claims it held.
+fn user_info_failure<RE: std::error::Error + 'static>(e: &UserInfoError<RE>) -> String {
+    match e {
+        UserInfoError::ClaimsVerification(e) => {
+            format!("claims did not verify: {}", error_chain(e))
+        }
+        UserInfoError::Parse(e) => format!("unreadable answer at `{}`", e.path()),
+        UserInfoError::Request(e) => format!("request failed: {}", error_chain(e)),
+        UserInfoError::Response(status, _, why) => format!("HTTP {status}: {why}"),
+        UserInfoError::Other(why) => why.clone(),
+        _ => "failed".to_string(),
+    }
 }
 
 fn unverified(provider: &str, e: &ClaimsVerificationError) -> ApiError {
