@@ -264,3 +264,14 @@ pub fn token_actor(name: &str) -> String {
 pub fn device_ref(id: &str) -> String {
     format!("device:{id}")
 }
+
+/// `member:<id>` — a member as a target, or a person signed in to the console
+/// through single sign-on acting.
+pub fn member_ref(id: &str) -> String {
+    format!("member:{id}")
+}
+
+/// `session:<id>` — a session as a target.
+pub fn session_ref(id: &str) -> String {
+    format!("session:{id}")
+}

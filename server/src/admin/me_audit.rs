@@ -128,7 +128,7 @@ async fn one_session(
     if !latchkey_protocol::cluster::session_route::is_session_id(session) {
         return Err(unknown());
     }
-    let target = format!("session:{session}");
+    let target = crate::audit::session_ref(session);
     // Its rows that name a browser (its start, a consent or help request) say
     // whose browser it was.
     let naming = AuditFilter {

@@ -14,7 +14,7 @@ use latchkey_protocol::api::{
 
 use crate::api_error::{ApiError, ApiJson};
 use crate::app::AppState;
-use crate::audit::{Event, action};
+use crate::audit::{Event, action, member_ref};
 use crate::auth::principal::AdminPrincipal;
 use crate::clock::rfc3339;
 use crate::store::{MemberRecord, StoreError};
@@ -330,11 +330,6 @@ pub(crate) async fn remove_one(
         revoked_tokens: removed.token_ids,
         voided_pairings: removed.pairings_voided,
     })
-}
-
-/// `member:<id>`, a member as an audit target.
-fn member_ref(id: &str) -> String {
-    format!("member:{id}")
 }
 
 #[cfg(test)]

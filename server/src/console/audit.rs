@@ -182,7 +182,7 @@ pub async fn list(
                 .map(|before| address("/console/audit", &shown, Some(before)));
             let session_rows = |id: &str| {
                 let q = AuditQuery {
-                    target: Some(format!("session:{id}")),
+                    target: Some(crate::audit::session_ref(id)),
                     ..AuditQuery::default()
                 };
                 Some(address("/console/audit", &q, None))

@@ -185,7 +185,7 @@ async fn by_member(
         token_id: format!("sso:{}", member.id),
         token_name: member.display_name,
         role,
-        person_actor: Some(format!("member:{}", member.id)),
+        person_actor: Some(crate::audit::member_ref(&member.id)),
         member_id: Some(member.id),
         expires_at: Some(row.expires_at),
         delegation: None,

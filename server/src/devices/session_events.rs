@@ -93,7 +93,7 @@ fn audit_interrupt(core: &Core, device_id: &str, session: &Session) {
         tenant_id: &session.tenant_id,
         actor: audit::device_ref(device_id),
         action: action::SESSION_INTERRUPT,
-        target: format!("session:{}", session.id),
+        target: crate::audit::session_ref(&session.id),
         outcome: "ok",
         detail: Some(format!(
             "interrupted by the person; agent {}",
@@ -147,7 +147,7 @@ fn site_blocked(core: &Core, session: &Session, payload: &Value) {
         tenant_id: &session.tenant_id,
         actor: session.actor.clone(),
         action: action::POLICY_DENY,
-        target: format!("session:{}", session.id),
+        target: crate::audit::session_ref(&session.id),
         outcome: "denied",
         detail: Some(detail),
     });

@@ -174,7 +174,7 @@ pub fn help_requested<'a>(session: &'a Session, host: Option<&str>) -> Event<'a>
         tenant_id: &session.tenant_id,
         actor: session.actor.clone(),
         action: action::SESSION_HELP_REQUESTED,
-        target: format!("session:{}", session.id),
+        target: crate::audit::session_ref(&session.id),
         outcome: "ok",
         detail: Some(detail),
     }
@@ -219,7 +219,7 @@ pub fn row<'a>(
         tenant_id: &session.tenant_id,
         actor: session.actor.clone(),
         action: action::SESSION_CALL,
-        target: format!("session:{}", session.id),
+        target: crate::audit::session_ref(&session.id),
         outcome,
         detail: Some(detail),
     }

@@ -351,7 +351,7 @@ async fn run_call(
             state,
             &session.tenant_id,
             session.actor.clone(),
-            format!("session:{}", session.id),
+            crate::audit::session_ref(&session.id),
             &denial,
         )
         .await;

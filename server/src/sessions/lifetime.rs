@@ -93,7 +93,7 @@ pub(crate) async fn audit_session(
                 tenant_id: &session.tenant_id,
                 actor: session.actor.clone(),
                 action: what,
-                target: format!("session:{}", session.id),
+                target: crate::audit::session_ref(&session.id),
                 outcome: "ok",
                 detail: Some(detail),
             },

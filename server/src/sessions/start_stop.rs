@@ -171,7 +171,7 @@ async fn start_session(
                 tenant_id: &session.tenant_id,
                 actor: session.actor.clone(),
                 action: crate::audit::action::SESSION_CONSENT_REQUESTED,
-                target: format!("session:{}", session.id),
+                target: crate::audit::session_ref(&session.id),
                 outcome: "ok",
                 detail: Some(format!("device:{}", session.device_id)),
             })

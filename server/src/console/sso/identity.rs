@@ -106,7 +106,7 @@ pub(super) async fn member_for(
             tenant_id: &team.id,
             actor: format!("sso:{}", provider.id),
             action: action::MEMBER_ADD,
-            target: format!("member:{}", record.id),
+            target: crate::audit::member_ref(&record.id),
             outcome: "ok",
             detail: Some(format!("first sign-in, role {}", record.role)),
         })

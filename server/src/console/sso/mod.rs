@@ -69,13 +69,19 @@ pub struct Offered {
 
 impl Sso {
     pub fn new(providers: &[SsoProvider]) -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|e| tracing::error!(error = %e, "single sign-on has no HTTP client"))
-            .ok()
-            .map(Fetcher);
+        // Made only when there is a provider to talk to: nothing at start-up
+        // for a gateway without single sign-on.
+        let http = (!providers.is_empty())
+            .then(|| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(REQUEST_TIMEOUT)
+                    .build()
+                    .map_err(|e| tracing::error!(error = %e, "single sign-on has no HTTP client"))
+                    .ok()
+                    .map(Fetcher)
+            })
+            .flatten();
         Self {
             providers: providers
                 .iter()
