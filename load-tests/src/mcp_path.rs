@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use latchkey_testkit::{McpClient, Revision};
+use latchkey_testkit::{Connections, McpClient, Revision};
 use serde_json::{Value, json};
 
 use crate::agents::{self, CallKind, LoopResult};
@@ -126,13 +126,23 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
 
     // One MCP client per call in flight, each with its own session key, so each
     // has its own session; spread over the devices as the sockets' sessions are.
+    // Each keeps its connection between calls, as the TypeScript and Python
+    // SDKs' clients do (load-tests/notes.md, "MCP").
     let agent = server.new_agent().await?;
     let url = format!("{}/mcp", server.http_base);
     let mut clients = Vec::with_capacity(concurrency);
     for i in 0..concurrency {
         let key = format!("load-{i}");
-        clients
-            .push(McpClient::connect(&url, &agent.token, Revision::Stateless, Some(&key)).await?);
+        clients.push(
+            McpClient::connect(
+                &url,
+                &agent.token,
+                Revision::Stateless,
+                Some(&key),
+                Connections::Kept,
+            )
+            .await?,
+        );
     }
     let listed = clients[0].call("browser_list", json!({})).await?;
     let devices: Vec<String> = listed

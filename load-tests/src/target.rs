@@ -174,6 +174,9 @@ fn http_client(certs: Option<&TestCerts>) -> anyhow::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(64)
+        // Let a connection go before latchkeyd closes it as idle
+        // (docs/security.md, `setup_timeout_ms`), never reuse it as it closes.
+        .pool_idle_timeout(latchkey_testkit::POOL_IDLE)
         .timeout(Duration::from_secs(60));
     if let Some(certs) = certs {
         builder =

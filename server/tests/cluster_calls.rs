@@ -11,7 +11,8 @@ use latchkey_testkit::cluster::{
 use latchkey_testkit::extension::Ended;
 use latchkey_testkit::mcp::text as mcp_text;
 use latchkey_testkit::{
-    AgentSocket, FakeAgent, FakeBrowser, FakeExtension, McpClient, Revision, TestServer, wait_until,
+    AgentSocket, Connections, FakeAgent, FakeBrowser, FakeExtension, McpClient, Revision,
+    TestServer, wait_until,
 };
 use serde_json::{Value, json};
 
@@ -418,6 +419,7 @@ async fn an_mcp_client_on_one_replica_drives_a_browser_on_another() {
         &agent.token,
         Revision::Stateless,
         None,
+        Connections::PerRequest,
     )
     .await
     .expect("MCP client on B");

@@ -14,8 +14,8 @@ use latchkey_protocol::api::Role;
 use latchkey_testkit::mcp::{image, text};
 use latchkey_testkit::reqwest::Method;
 use latchkey_testkit::{
-    Action, Backend, FakeBrowser, McpClient, Revision, Script, TestServer, backend_tests,
-    wait_until,
+    Action, Backend, Connections, FakeBrowser, McpClient, Revision, Script, TestServer,
+    backend_tests, wait_until,
 };
 use serde_json::json;
 
@@ -223,6 +223,7 @@ async fn a_browser_is_chosen_when_several_are_online_and_keys_keep_clients_apart
         &agent.token,
         Revision::Stateless,
         Some("worker-2"),
+        Connections::PerRequest,
     )
     .await
     .expect("second client");
@@ -377,12 +378,24 @@ async fn the_session_cap_holds_across_session_keys() {
     let agent = server.new_agent().await.expect("agent");
     let (_device, browser) = server.new_browser(page_script()).await.expect("browser");
     let url = mcp_url(&server);
-    let first = McpClient::connect(&url, &agent.token, Revision::Stateless, Some("one"))
-        .await
-        .expect("first client");
-    let second = McpClient::connect(&url, &agent.token, Revision::Stateless, Some("two"))
-        .await
-        .expect("second client");
+    let first = McpClient::connect(
+        &url,
+        &agent.token,
+        Revision::Stateless,
+        Some("one"),
+        Connections::Kept,
+    )
+    .await
+    .expect("first client");
+    let second = McpClient::connect(
+        &url,
+        &agent.token,
+        Revision::Stateless,
+        Some("two"),
+        Connections::Kept,
+    )
+    .await
+    .expect("second client");
     let ok = first
         .call("browser_snapshot", json!({}))
         .await

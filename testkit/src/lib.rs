@@ -36,7 +36,7 @@ pub use browser::{Action, FakeBrowser, Script};
 pub use console::ConsoleClient;
 pub use daemon::Daemon;
 pub use extension::{ExtensionSocket, FakeExtension, SessionOnBrowser};
-pub use mcp::{McpClient, Revision};
+pub use mcp::{Connections, McpClient, Revision};
 pub use nats::NatsServer;
 pub use nginx::{Nginx, NginxOptions};
 pub use reqwest;

@@ -22,6 +22,36 @@ pub enum Revision {
     Initialize,
 }
 
+/// The transport's settings: where, the token, and the session key if any.
+fn transport_config(
+    url: &str,
+    token: &str,
+    session_key: Option<&str>,
+) -> anyhow::Result<StreamableHttpClientTransportConfig> {
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
+    if let Some(key) = session_key {
+        let mut headers = HashMap::new();
+        headers.insert(
+            reqwest::header::HeaderName::from_static("latchkey-session-key"),
+            reqwest::header::HeaderValue::from_str(key)?,
+        );
+        config = config.custom_headers(headers);
+    }
+    Ok(config)
+}
+
+/// How the client's HTTP connections are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connections {
+    /// The Rust SDK's default client: a new connection for every request.
+    PerRequest,
+    /// One kept open between requests, as the TypeScript and Python SDKs'
+    /// clients do, and let go before the server closes it as idle
+    /// ([`crate::POOL_IDLE`]).
+    Kept,
+}
+
 /// A connected MCP client.
 pub struct McpClient {
     service: RunningService<RoleClient, ()>,
@@ -35,24 +65,31 @@ impl std::fmt::Debug for McpClient {
 
 impl McpClient {
     /// Connect to `url` (`http://…/mcp`) as `token`, with an optional
-    /// `Latchkey-Session-Key`.
+    /// `Latchkey-Session-Key`, opening connections as `connections` says.
     pub async fn connect(
         url: &str,
         token: &str,
         revision: Revision,
         session_key: Option<&str>,
+        connections: Connections,
     ) -> anyhow::Result<McpClient> {
-        let mut config =
-            StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
-        if let Some(key) = session_key {
-            let mut headers = HashMap::new();
-            headers.insert(
-                reqwest::header::HeaderName::from_static("latchkey-session-key"),
-                reqwest::header::HeaderValue::from_str(key)?,
-            );
-            config = config.custom_headers(headers);
-        }
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let config = transport_config(url, token, session_key)?;
+        let transport = match connections {
+            Connections::PerRequest => StreamableHttpClientTransport::from_config(config),
+            Connections::Kept => {
+                let http = crate::http_builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()?;
+                StreamableHttpClientTransport::with_client(http, config)
+            }
+        };
+        Self::serve(transport, revision).await
+    }
+
+    async fn serve(
+        transport: StreamableHttpClientTransport<reqwest::Client>,
+        revision: Revision,
+    ) -> anyhow::Result<McpClient> {
         let lifecycle = match revision {
             Revision::Stateless => ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -73,7 +110,7 @@ impl McpClient {
         revision: Revision,
     ) -> anyhow::Result<McpClient> {
         let url = format!("{}/mcp", server.http_base());
-        Self::connect(&url, token, revision, None).await
+        Self::connect(&url, token, revision, None, Connections::PerRequest).await
     }
 
     /// The revision the two sides agreed on.

@@ -43,7 +43,7 @@ impl LatchkeyMcp {
         }
     }
 
-    async fn call(
+    pub(super) async fn call(
         &self,
         p: &Principal,
         caller: &Caller,
@@ -152,6 +152,12 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<(Principal, Caller)
         .extensions
         .get::<Parts>()
         .ok_or_else(|| McpError::internal_error("the request's headers are missing", None))?;
+    caller_in(parts)
+}
+
+/// [`caller_of`] from the request's head: the principal [`super::auth`] put there,
+/// and the session key header, checked.
+pub(super) fn caller_in(parts: &Parts) -> Result<(Principal, Caller), McpError> {
     let p = parts
         .extensions
         .get::<Principal>()

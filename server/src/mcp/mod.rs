@@ -9,6 +9,7 @@
 mod answers;
 mod auth;
 mod choices;
+mod direct;
 mod handler;
 mod listing;
 mod skill;
@@ -155,12 +156,13 @@ pub fn service(state: &AppState) -> Router<AppState> {
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(state.config.mcp.max_request_bytes)
         .with_cancellation_token(state.shutdown.child_token());
     let handler = handler::LatchkeyMcp::new(state.clone());
+    let direct = direct::Direct::new(handler.clone(), &hosts, state.config.mcp.max_request_bytes);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -171,10 +173,14 @@ pub fn service(state: &AppState) -> Router<AppState> {
         reason = "rmcp's service; its operation is declared in openapi/mod.rs"
     )]
     let mounted = Router::new().route_service(PATH, service);
-    mounted.route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        auth::authenticate,
-    ))
+    // Authentication first, then a tool call answered directly or the request
+    // handed to the SDK (docs/mcp.md, "How a call is served").
+    mounted
+        .route_layer(middleware::from_fn_with_state(direct, direct::answer))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub const CLUSTER_CONNECTED: &str = "latchkey_cluster_connected";
 pub const CLUSTER_NOTICES_SENT: &str = "latchkey_cluster_notices_sent_total";
 pub const CLUSTER_NOTICES_RECEIVED: &str = "latchkey_cluster_notices_received_total";
 pub const CLUSTER_NOTICES_DROPPED: &str = "latchkey_cluster_notices_dropped_total";
+pub const MCP_REQUESTS: &str = "latchkey_mcp_requests_total";
 
 /// Buckets for fast operations (store queries, revoke → close), in seconds.
 const FAST_BUCKETS: &[f64] = &[
@@ -191,6 +192,10 @@ fn describe() {
         "Cluster notices dropped because NATS was unreachable and the queue full."
     );
     describe_counter!(
+        MCP_REQUESTS,
+        "Authenticated requests to /mcp, by who answered: `direct` (a tool call answered by latchkey) or `sdk` (the MCP SDK)."
+    );
+    describe_counter!(
         SPANS_DROPPED,
         "Trace spans the OTLP exporter could not deliver."
     );
@@ -235,6 +240,12 @@ pub fn task_panicked(task: &'static str, payload: &(dyn std::any::Any + Send)) {
         .unwrap_or_else(|| "non-text panic payload".to_string());
     metrics::counter!(TASK_PANICS, "task" => task).increment(1);
     tracing::error!(task, panic = %message, "panic caught; this connection ends, the others carry on");
+}
+
+/// An authenticated `/mcp` request, by who answered it (docs/mcp.md, "How a call
+/// is served").
+pub fn mcp_request(path: &'static str) {
+    metrics::counter!(MCP_REQUESTS, "path" => path).increment(1);
 }
 
 pub fn refused(reason: &'static str) {
