@@ -26,10 +26,17 @@ pub const RATE_LIMIT_MAX_KEYS: usize = 1024;
 /// The state every HTTP handler gets: the session core, and what only the surfaces
 /// own (rate limiters, the token reader, agent socket slots, the public base URL).
 ///
-/// It derefs to [`Core`], so `state.registry` and `&state` passed as `&Core` read
-/// the core's handles without each handler naming the room they live in.
+/// It derefs to [`Surfaces`] and on to [`Core`], so `state.registry` and `&state`
+/// passed as `&Core` read the core's handles without each handler naming the room
+/// they live in. One `Arc`: axum clones the state for every extractor and
+/// middleware of every request, and a clone of the handles themselves was some
+/// thirty reference counts moved up and down each time (load-tests/notes.md,
+/// "MCP").
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Surfaces>);
+
+/// What [`AppState`] holds.
+pub struct Surfaces {
     pub(crate) core: Core,
     /// Device upgrades read their grants through this, together when they arrive
     /// together.
@@ -67,6 +74,14 @@ pub struct AppState {
 }
 
 impl std::ops::Deref for AppState {
+    type Target = Surfaces;
+
+    fn deref(&self) -> &Surfaces {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Surfaces {
     type Target = Core;
 
     fn deref(&self) -> &Core {
@@ -82,7 +97,7 @@ impl AppState {
         webhooks: Arc<crate::webhooks::deliver::Deliverer>,
     ) -> Self {
         let limits = &core.config.limits;
-        Self {
+        Self(Arc::new(Surfaces {
             token_reads: crate::store::token_reads::TokenReads::new(core.store.clone()),
             authorize_limiter: Arc::new(PeerRateLimiter::per_minute(
                 limits.authorize_per_minute,
@@ -115,7 +130,7 @@ impl AppState {
             webhooks,
             sso: Arc::new(crate::console::sso::Sso::new(&core.config.console.sso)),
             core,
-        }
+        }))
     }
 }
 

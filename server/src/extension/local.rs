@@ -132,7 +132,7 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
     }
     let accepted = Box::new(Accepted {
         guard_key: guard_key(&extension_id),
-        core: state.core,
+        core: state.core.clone(),
         device,
         peer,
         grant_changes,

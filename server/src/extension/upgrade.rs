@@ -155,7 +155,7 @@ pub async fn extension_socket(
     // One pointer waits in the upgrade task, not the connection's whole start.
     let accepted = Box::new(crate::devices::connection::Accepted {
         guard_key: device.id.clone(),
-        core: state.core,
+        core: state.core.clone(),
         device,
         peer: client,
         grant_changes,
