@@ -25,8 +25,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use latchkey_protocol::tools::mcp::mcp_tool;
 use rmcp::model::{
-    CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcRequest,
-    ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -125,49 +125,33 @@ pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) 
         // sending: there is no one to answer.
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let call = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-        Ok(ClientJsonRpcMessage::Request(call)) if call_passes(&parts.headers, &call) => call,
-        _ => {
-            crate::telemetry::metrics::mcp_request("sdk");
-            return next
-                .run(Request::from_parts(parts, Body::from(bytes)))
-                .await;
-        }
-    };
-    let Ok((principal, caller)) = caller_in(&parts) else {
+    let call = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes)
+        .ok()
+        .and_then(|message| passing_call(&parts.headers, message));
+    let caller = caller_in(&parts).ok();
+    let (Some((id, method, params)), Some((principal, caller))) = (call, caller) else {
         crate::telemetry::metrics::mcp_request("sdk");
         return next
             .run(Request::from_parts(parts, Body::from(bytes)))
             .await;
     };
     crate::telemetry::metrics::mcp_request("direct");
-    let JsonRpcRequest { id, request, .. } = call;
-    let ClientRequest::CallToolRequest(request) = request else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
-    let params = request.params;
     // The client going away drops this future and so the call, which cancels it
     // on the browser (docs/protocol.md, "Cancellation"); nothing else cancels it.
     let never = CancellationToken::new();
     let answer = direct
         .handler
-        .call(
+        .catalogue_call(
             &principal,
             &caller,
-            &params.name,
+            method,
             params.arguments.unwrap_or_default(),
             &never,
         )
         .await;
-    let message = match answer {
-        Ok(result) => {
-            let mut result = ServerResult::from(CallToolResponse::from(result));
-            shape_for_version(&mut result, version_header(&parts.headers));
-            ServerJsonRpcMessage::response(result, id)
-        }
-        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-    };
-    json_answer(&message)
+    let mut result = ServerResult::from(CallToolResponse::from(answer));
+    shape_for_version(&mut result, version_header(&parts.headers));
+    json_answer(&ServerJsonRpcMessage::response(result, id))
 }
 
 /// The result in the shape of the version the request names, as the SDK's
@@ -184,9 +168,7 @@ fn shape_for_version(result: &mut ServerResult, header: Option<&str>) {
     }
 }
 
-/// The answer as the SDK writes it for a JSON response: 200 and the message. (An
-/// error here is the handler's own, never one the SDK maps to another status: the
-/// method and tool are known and the request's `_meta` is whole.)
+/// The answer as the SDK writes it for a JSON response: 200 and the message.
 fn json_answer(message: &ServerJsonRpcMessage) -> Response {
     match serde_json::to_vec(message) {
         Ok(body) => {
@@ -202,18 +184,15 @@ fn json_answer(message: &ServerJsonRpcMessage) -> Response {
 
 /// The body checks the SDK makes, for a call of a catalogue tool: the version in
 /// `_meta` and in the header agree (with every key 2026-07-28 requires), and from
-/// 2026-07-28 on the `Mcp-Method` and `Mcp-Name` headers name this call.
-fn call_passes(headers: &HeaderMap, call: &JsonRpcRequest<ClientRequest>) -> bool {
-    let ClientRequest::CallToolRequest(request) = &call.request else {
-        return false;
+/// 2026-07-28 on the `Mcp-Method` and `Mcp-Name` headers name this call. A call
+/// that passes comes back as its id, the catalogue method and its params.
+fn passing_call(
+    headers: &HeaderMap,
+    message: ClientJsonRpcMessage,
+) -> Option<(RequestId, &'static str, CallToolRequestParams)> {
+    let ClientJsonRpcMessage::Request(call) = message else {
+        return None;
     };
-    let params = &request.params;
-    if mcp_tool(&params.name).is_none()
-        || params.input_responses.is_some()
-        || params.request_state.is_some()
-    {
-        return false;
-    }
     let header = version_header(headers);
     let meta = call.request.get_meta();
     let versions_agree = match (meta.protocol_version(), header) {
@@ -228,14 +207,20 @@ fn call_passes(headers: &HeaderMap, call: &JsonRpcRequest<ClientRequest>) -> boo
         }
         (Some(_), None) => false,
     };
+    let ClientRequest::CallToolRequest(request) = call.request else {
+        return None;
+    };
+    let params = request.params;
+    let named = mcp_tool(&params.name)?;
     let needs_headers = header.is_some_and(|h| h >= ProtocolVersion::STANDARD_HEADERS.as_str());
-    versions_agree
-        && (!needs_headers
-            || (one_value(headers, MCP_METHOD) == Some("tools/call")
-                && one_value(headers, MCP_NAME) == Some(params.name.as_ref())
-                && !headers
-                    .keys()
-                    .any(|k| k.as_str().starts_with(MCP_PARAM_PREFIX))))
+    let headers_agree = !needs_headers
+        || (one_value(headers, MCP_METHOD) == Some("tools/call")
+            && one_value(headers, MCP_NAME) == Some(params.name.as_ref())
+            && !headers
+                .keys()
+                .any(|k| k.as_str().starts_with(MCP_PARAM_PREFIX)));
+    let plain = params.input_responses.is_none() && params.request_state.is_none();
+    (versions_agree && headers_agree && plain).then_some((call.id, named.method, params))
 }
 
 /// The only value of `name`, if it has exactly one and it is visible ASCII.

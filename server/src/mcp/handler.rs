@@ -43,7 +43,7 @@ impl LatchkeyMcp {
         }
     }
 
-    pub(super) async fn call(
+    async fn call(
         &self,
         p: &Principal,
         caller: &Caller,
@@ -93,6 +93,21 @@ impl LatchkeyMcp {
             }
         };
         Ok(outcome.unwrap_or_else(answers::failure))
+    }
+
+    /// A call of the catalogue's `method`, answered as [`Self::call`] answers it:
+    /// a failure is a tool error, never a protocol error.
+    pub(super) async fn catalogue_call(
+        &self,
+        p: &Principal,
+        caller: &Caller,
+        method: &str,
+        args: Map<String, Value>,
+        cancelled: &CancellationToken,
+    ) -> CallToolResult {
+        self.browser_call(p, caller, method, args, cancelled)
+            .await
+            .unwrap_or_else(answers::failure)
     }
 
     /// A catalogue method on the caller's session (opened if needed).
