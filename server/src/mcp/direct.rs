@@ -9,9 +9,9 @@
 //! SDK would call, and writes the same JSON-RPC answer.
 //!
 //! It takes only requests that pass every check the SDK makes, each checked here by
-//! the same rule and stricter where that is simpler (an `Origin` header, a quality
-//! value in `Accept`, a chunked body, a header in Base64 or an unknown version all go
-//! to the SDK). Anything else, and every other method, goes to the SDK unchanged,
+//! the same rule and stricter where that is simpler (an `Origin` header, any
+//! parameter in `Accept`, a chunked body, a header in Base64 or an unknown version
+//! all go to the SDK). Anything else, and every other method, goes to the SDK unchanged,
 //! with the body it sent. So nothing the SDK refuses is accepted here, and what it
 //! accepts is answered alike: `tests/mcp_direct.rs` sends each request both ways and
 //! compares the answers.
@@ -75,11 +75,8 @@ impl Direct {
             && one_value(headers, header::CONTENT_LENGTH.as_str())
                 .and_then(|v| v.parse::<usize>().ok())
                 .is_some_and(|n| n <= self.max_body)
-            && match headers.get_all(PROTOCOL_VERSION).iter().count() {
-                0 => true,
-                1 => version_header(headers).is_some_and(known_version),
-                _ => false,
-            }
+            && (!headers.contains_key(PROTOCOL_VERSION)
+                || version_header(headers).is_some_and(known_version))
     }
 }
 
