@@ -2,7 +2,8 @@
 // runnable examples in examples/ (the official TypeScript SDK, which speaks MCP
 // 2025-11-25, and the official Python SDK, which speaks 2026-07-28) each list
 // browsers, open a local page, snapshot it, type and click by ref, and save a
-// screenshot; the TypeScript SDK also reads the tool list and a tool error.
+// screenshot; the TypeScript SDK also reads the tool list and a tool error, and
+// fills a checkout form in one browser_fill_form call.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -114,6 +115,50 @@ test('tools carry the catalogue’s schemas and hints, the skill is a resource, 
     const said = stale.content.map((b) => b.text).join('\n');
     assert.match(said, /^not_found \(ref_not_found\)/);
     assert.match(said, /stale ref: call browser_snapshot again/);
+    await client.callTool({ name: 'browser_close', arguments: {} });
+  } finally {
+    await client.close();
+  }
+});
+
+test('browser_fill_form sets a text field, a select and a slider in one call, and refuses a checkbox', async () => {
+  const client = new Client({ name: 'e2e-form', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  }));
+  const said = (answer) => answer.content.map((b) => b.text).join('\n');
+  const snapshot = async () => said(await client.callTool({ name: 'browser_snapshot', arguments: {} }));
+  /** The form's fields with refs from `page`, a snapshot's text. */
+  const form = (page) => {
+    const ref = (pattern) => {
+      const line = page.split('\n').find((l) => pattern.test(l));
+      const m = line && /\[ref=(e\d+)\]/.exec(line);
+      assert.ok(m, `${pattern} in:\n${page}`);
+      return m[1];
+    };
+    return {
+      fields: [
+        { name: 'Full name', type: 'textbox', ref: ref(/textbox "Full name"/), value: 'Ann Lee' },
+        { name: 'Country', type: 'combobox', ref: ref(/combobox "Country"/), value: 'France' },
+        { name: 'Quantity', type: 'slider', ref: ref(/slider "Quantity"/), value: '3' },
+      ],
+      gift: { name: 'Gift wrap', type: 'checkbox', ref: ref(/checkbox "Gift wrap"/), value: 'true' },
+    };
+  };
+  try {
+    await client.callTool({ name: 'browser_navigate', arguments: { url: `${stack.site.base}/checkout` } });
+    const first = form(await snapshot());
+    const refused = await client.callTool({ name: 'browser_fill_form', arguments: { fields: [...first.fields, first.gift] } });
+    assert.equal(refused.isError, true);
+    assert.match(said(refused), /^invalid_params: field "Gift wrap" is a checkbox: set checkboxes and radio buttons with browser_click/);
+    const untouched = await snapshot();
+    assert.match(untouched, /name: ; country: ; quantity: 1/, 'a refused form changes nothing');
+
+    const filled = await client.callTool({ name: 'browser_fill_form', arguments: { fields: form(untouched).fields } });
+    assert.equal(filled.isError, false, said(filled));
+    assert.match(said(filled), /^Set 3 of 3 fields:/);
+    assert.match(said(filled), /"Country" \[ref=e\d+\]: selected \["France"\]/);
+    assert.match(await snapshot(), /name: Ann Lee; country: fr; quantity: 3/);
     await client.callTool({ name: 'browser_close', arguments: {} });
   } finally {
     await client.close();

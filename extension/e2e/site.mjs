@@ -1,5 +1,5 @@
 // The local test site: small pages for navigation, and pages that exercise
-// snapshots and input (a login form, selects, keys, a hover menu, dialogs, an
+// snapshots and input (a login form, a checkout form, selects, keys, a hover menu, dialogs, an
 // overlay, a page of 5,000 elements).
 
 import { once } from 'node:events';
@@ -56,6 +56,25 @@ const STATIC = {
     // A dropdown as sites build them: out of the flow, shown while hovered.
     `<style>.menu { position: relative } .items { display: none; position: absolute; top: 100%; left: 0; margin: 0;
        background: #fff; border: 1px solid #ccc } .menu:hover .items { display: block }</style>`,
+  ),
+  '/checkout': page(
+    'Checkout',
+    `<form onsubmit="event.preventDefault()" oninput="show()" onchange="show()">
+       <label for="name">Full name</label> <input id="name">
+       <label for="country">Country</label>
+       <select id="country"><option value="">Choose…</option><option value="fr">France</option><option value="de">Germany</option></select>
+       <label for="qty">Quantity</label> <input id="qty" type="range" min="1" max="10" value="1">
+       <label><input id="gift" type="checkbox"> Gift wrap</label>
+     </form>
+     <p id="summary">name: ; country: ; quantity: 1</p>
+     <div style="height: 1500px"></div>
+     <button id="pay" aria-label="Pay" style="width: 160px; height: 48px; border: 0; background: rgb(51, 102, 204)"></button>
+     <script>
+       function show() {
+         const v = (id) => document.getElementById(id).value;
+         document.getElementById('summary').textContent = 'name: ' + v('name') + '; country: ' + v('country') + '; quantity: ' + v('qty');
+       }
+     </script>`,
   ),
   '/big': page(
     'Big',

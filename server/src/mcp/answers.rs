@@ -154,6 +154,13 @@ fn number(result: &Value, key: &str) -> String {
 /// A failed call as a tool error: `code (reason): message` and what to do next,
 /// with the error body as structured content so programs read the code.
 pub fn failure(body: ErrorBody) -> CallToolResult {
+    let mut answer = CallToolResult::error(vec![ContentBlock::text(failure_text(&body))]);
+    answer.structured_content = Some(json!({ "error": body }));
+    answer
+}
+
+/// A failure's text: `code (reason): message [field f]` and the hint, if any.
+pub fn failure_text(body: &ErrorBody) -> String {
     let reason = body
         .data
         .as_ref()
@@ -177,9 +184,7 @@ pub fn failure(body: ErrorBody) -> CallToolResult {
         text.push('\n');
         text.push_str(hint);
     }
-    let mut answer = CallToolResult::error(vec![ContentBlock::text(text)]);
-    answer.structured_content = Some(json!({ "error": body }));
-    answer
+    text
 }
 
 /// What an agent can do about a failure, where something can be done.

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::choices::{Caller, Choices, MAX_KEY_CHARS};
+use super::fill_form::{self, BROWSER_FILL_FORM};
 use super::listing::{self, BROWSER_CLOSE, BROWSER_LIST, BROWSER_SELECT};
 use super::{SESSION_KEY_HEADER, answers, skill};
 use crate::app::AppState;
@@ -81,6 +82,7 @@ impl LatchkeyMcp {
                     }
                 })
                 .map_err(CoreError::into_body),
+            BROWSER_FILL_FORM => self.fill_form(p, caller, &args, cancelled).await,
             _ => {
                 let Some(named) = mcp_tool(name) else {
                     return Err(McpError::invalid_params(
@@ -88,8 +90,9 @@ impl LatchkeyMcp {
                         None,
                     ));
                 };
-                self.browser_call(p, caller, named.method, args, cancelled)
-                    .await
+                return Ok(self
+                    .catalogue_call(p, caller, named.method, args, cancelled)
+                    .await);
             }
         };
         Ok(outcome.unwrap_or_else(answers::failure))
@@ -105,20 +108,46 @@ impl LatchkeyMcp {
         args: Map<String, Value>,
         cancelled: &CancellationToken,
     ) -> CallToolResult {
-        self.browser_call(p, caller, method, args, cancelled)
+        let max_image_bytes = self.state.config.mcp.max_image_bytes;
+        self.raw_call(p, caller, method, args, cancelled)
             .await
-            .unwrap_or_else(answers::failure)
+            .map_or_else(answers::failure, |value| {
+                answers::success(method, value, max_image_bytes)
+            })
     }
 
-    /// A catalogue method on the caller's session (opened if needed).
-    async fn browser_call(
+    /// Each field of a form as its own catalogue call, in order, judged first
+    /// as a whole ([`fill_form::plan`]).
+    async fn fill_form(
+        &self,
+        p: &Principal,
+        caller: &Caller,
+        args: &Map<String, Value>,
+        cancelled: &CancellationToken,
+    ) -> Result<CallToolResult, ErrorBody> {
+        let steps = fill_form::plan(args)?;
+        let mut done = Vec::with_capacity(steps.len());
+        for step in &steps {
+            let result = self
+                .raw_call(p, caller, step.method, step.params.clone(), cancelled)
+                .await;
+            match result {
+                Ok(value) => done.push(value),
+                Err(error) => return Ok(fill_form::answer(&steps, done, Some(error))),
+            }
+        }
+        Ok(fill_form::answer(&steps, done, None))
+    }
+
+    /// A catalogue method on the caller's session, its result as the browser's JSON.
+    async fn raw_call(
         &self,
         p: &Principal,
         caller: &Caller,
         method: &str,
         params: Map<String, Value>,
         cancelled: &CancellationToken,
-    ) -> Result<CallToolResult, ErrorBody> {
+    ) -> Result<Value, ErrorBody> {
         let core = &self.state.core;
         let call = ToolCall {
             method: method.to_string(),
@@ -136,14 +165,9 @@ impl LatchkeyMcp {
                 return Err(ErrorBody::new(ErrorCode::Cancelled, "the client cancelled the call"));
             }
         };
-        let value: Value = serde_json::from_str(raw.get()).map_err(|_| {
+        serde_json::from_str(raw.get()).map_err(|_| {
             ErrorBody::new(ErrorCode::ProtocolError, "the browser's result is not JSON")
-        })?;
-        Ok(answers::success(
-            method,
-            value,
-            self.state.config.mcp.max_image_bytes,
-        ))
+        })
     }
 }
 

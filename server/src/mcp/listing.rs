@@ -1,12 +1,15 @@
 //! The tools `/mcp` lists: the catalogue's methods under their MCP names, with the
-//! catalogue's params schema and summary and hints from its effect class, and the
-//! endpoint's own three for choosing a browser (docs/mcp.md, "Tools").
+//! catalogue's params schema and summary and hints from its effect class; the
+//! endpoint's own three for choosing a browser; and `browser_fill_form`, made of
+//! the catalogue's `tool.fill` and `tool.select` (docs/mcp.md, "Tools").
 
 use std::sync::Arc;
 
 use latchkey_protocol::tools::mcp::{self, MCP_TOOLS};
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
+
+use super::fill_form::{self, BROWSER_FILL_FORM};
 
 /// The endpoint's own tools.
 pub const BROWSER_LIST: &str = "browser_list";
@@ -53,6 +56,17 @@ pub fn tools() -> Vec<Tool> {
                 .read_only(false)
                 .destructive(true)
                 .idempotent(true),
+        ),
+        own(
+            BROWSER_FILL_FORM,
+            "Fill several form fields in one call: text fields and sliders are typed \
+             into, <select> options chosen; each field is its own browser_type or \
+             browser_select_option, and a bad field is refused before any is touched.",
+            fill_form::input_schema(),
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(true)
+                .open_world(true),
         ),
     ];
     for named in MCP_TOOLS {
@@ -116,7 +130,7 @@ mod tests {
     #[test]
     fn every_listed_tool_has_an_object_schema_and_a_unique_name() {
         let tools = tools();
-        assert_eq!(tools.len(), MCP_TOOLS.len() + 3);
+        assert_eq!(tools.len(), MCP_TOOLS.len() + 4);
         let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
         names.sort();
         names.dedup();

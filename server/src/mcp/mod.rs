@@ -10,6 +10,7 @@ mod answers;
 mod auth;
 mod choices;
 mod direct;
+mod fill_form;
 mod handler;
 mod listing;
 mod skill;
