@@ -227,6 +227,41 @@ test('evaluate is refused until the person allows it in the popup', async () => 
   await waitFor(async () => (await failure(latchkey(env, ['evaluate', '1']))).code === 'permission_denied', 5_000, 'off again');
 });
 
+/** The colour of a PNG's pixel, decoded by the browser itself. */
+const pixel = (b64, x, y) =>
+  popup.evaluate(
+    async ([data, px, py]) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${data}`;
+      await img.decode();
+      const canvas = new OffscreenCanvas(img.width, img.height);
+      const g = canvas.getContext('2d');
+      g.drawImage(img, 0, 0);
+      return [...g.getImageData(px ?? img.width / 2, py ?? img.height / 2, 1, 1).data.slice(0, 3)];
+    },
+    [b64, x, y],
+  );
+
+test('get_html and screenshot of one element by ref; our page UI is not in screenshots', async () => {
+  await latchkey(env, ['navigate', `${site.base}/checkout`]);
+  const s = await snapshot();
+  const html = await call('tool.get_html', { ref: refOf(s.text, /combobox "Country"/) });
+  assert.match(html.html, /^<select id="country">/);
+  assert.equal(html.byte_size, Buffer.byteLength(html.html));
+  // Below the fold: scrolled into view and cropped to it, so its centre is its colour.
+  const shot = await call('tool.screenshot', { ref: refOf(s.text, /button "Pay"/) });
+  assert.deepEqual([shot.width, shot.height], [160, 48]);
+  assert.deepEqual(await pixel(shot.image_base64), [51, 102, 204]);
+  assert.equal((await failure(call('tool.screenshot', { ref: 'e9999' }))).data.reason, 'ref_not_found');
+  // The Agent Window's red frame runs along every edge of the page, but not in a capture.
+  const page = await call('tool.screenshot', {});
+  const edge = [1, Math.floor(page.height / 3)];
+  assert.deepEqual(await pixel(page.image_base64, ...edge), [255, 255, 255]);
+  const seen = browser.context.pages().find((p) => p.url().endsWith('/checkout'));
+  const control = (await seen.screenshot()).toString('base64');
+  assert.deepEqual(await pixel(control, ...edge), [0xc5, 0x22, 0x1f], 'the frame is there when we do not hide it');
+});
+
 test('a snapshot of a 5,000-element page respects max_tokens and reports truncated', async () => {
   await latchkey(env, ['navigate', `${site.base}/big`]);
   const capped = await latchkey(env, ['snapshot', '--max-tokens', '2000']);

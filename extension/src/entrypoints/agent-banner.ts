@@ -188,6 +188,12 @@ class AgentBanner {
     this.help = undefined;
   }
 
+  /** Back at once (a screenshot that hid the UI is done). */
+  reveal(): void {
+    this.hiddenUntil = 0;
+    this.host.style.setProperty('visibility', 'visible', 'important');
+  }
+
   /** Step aside for an agent's click at a point the bar covers, then come back. */
   hideFor(ms: number): void {
     this.hiddenUntil = Date.now() + ms;
@@ -211,6 +217,24 @@ export default defineUnlistedScript(() => {
     },
     hideFor(ms: number) {
       banner?.hideFor(ms);
+    },
+    /**
+     * Hidden for a screenshot, answered once a frame without the UI has been
+     * painted (two animation frames), or after 100 ms in a tab that paints none.
+     * `ms` bounds the hiding if `reveal` never comes.
+     */
+    hideForCapture(ms: number): Promise<boolean> {
+      if (!banner) return Promise.resolve(true);
+      banner.hideFor(ms);
+      return new Promise((resolve) => {
+        const done = () => resolve(true);
+        setTimeout(done, 100);
+        requestAnimationFrame(() => requestAnimationFrame(done));
+      });
+    },
+    reveal() {
+      banner?.reveal();
+      return true;
     },
     help(options: HelpOptions) {
       banner?.showHelp(options);

@@ -22,7 +22,7 @@ export interface HelpPanel {
   prompt: string;
 }
 
-type UiOp = 'show' | 'help' | 'endHelp';
+type UiOp = 'show' | 'help' | 'endHelp' | 'hideForCapture' | 'reveal';
 
 /** Run one UI operation in the tab's top frame; false when the page takes no scripts. */
 async function pageUi(tabId: number, op: UiOp, arg: unknown): Promise<boolean> {
@@ -58,4 +58,21 @@ export async function showHelpPanel(tabId: number, mark: BannerMark, panel: Help
 
 export async function endHelpPanel(tabId: number): Promise<void> {
   await pageUi(tabId, 'endHelp', null);
+}
+
+/** The longest a screenshot keeps the page's mark hidden if its end is never seen. */
+const CAPTURE_HIDE_MS = 5_000;
+
+/**
+ * `capture` run with the page's mark and help panel hidden, so that the screenshot
+ * shows the page as it is (docs/protocol.md, "Observation"); they are back as soon
+ * as it is taken, or after CAPTURE_HIDE_MS at the latest.
+ */
+export async function withoutOverlays<T>(tabId: number, capture: () => Promise<T>): Promise<T> {
+  await pageUi(tabId, 'hideForCapture', CAPTURE_HIDE_MS);
+  try {
+    return await capture();
+  } finally {
+    await pageUi(tabId, 'reveal', null);
+  }
 }

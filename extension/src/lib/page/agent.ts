@@ -29,6 +29,23 @@ export interface Box {
   y: number;
 }
 
+/** A box in CSS pixels of a viewport. */
+export interface Rect {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+function clipTo(r: Rect, view: Window): Rect {
+  return {
+    left: Math.max(r.left, 0),
+    top: Math.max(r.top, 0),
+    right: Math.min(r.right, view.innerWidth),
+    bottom: Math.min(r.bottom, view.innerHeight),
+  };
+}
+
 const fail = (code: string, message: string, reason?: string): PageError => ({
   error: reason ? { code, message, reason } : { code, message },
 });
@@ -135,31 +152,27 @@ export class PageAgent {
     if (target.scroll !== false) scrollToCentre(el);
     const rect = [...el.getClientRects()].find((r) => r.width > 0 && r.height > 0);
     if (!rect) return fail('permission_denied', `${describe(el)} has no size on screen (hidden or empty)`, 'element_not_visible');
-    let left = rect.left;
-    let top = rect.top;
-    let right = rect.right;
-    let bottom = rect.bottom;
-    // Clip to each frame's viewport while adding the frame's offset.
+    const { left, top, right, bottom } = this.inTopViewport(el, rect);
+    if (right <= left || bottom <= top) {
+      return fail('permission_denied', `${describe(el)} is outside the visible area`, 'element_not_visible');
+    }
+    return { ok: true, x: Math.round(((left + right) / 2) * 100) / 100, y: Math.round(((top + bottom) / 2) * 100) / 100 };
+  }
+
+  /** `rect`, of `el`'s own viewport, cut to each frame's viewport on the way up and moved by the frames' offsets. */
+  private inTopViewport(el: Element, rect: Rect): Rect {
+    let r: Rect = { left: rect.left, top: rect.top, right: rect.right, bottom: rect.bottom };
     for (let view = el.ownerDocument.defaultView; view; ) {
-      left = Math.max(left, 0);
-      top = Math.max(top, 0);
-      right = Math.min(right, view.innerWidth);
-      bottom = Math.min(bottom, view.innerHeight);
+      r = clipTo(r, view);
       const frame = view.frameElement;
       if (!frame || view === this.doc.defaultView) break;
       const fr = frame.getBoundingClientRect();
       const dx = fr.left + frame.clientLeft;
       const dy = fr.top + frame.clientTop;
-      left += dx;
-      right += dx;
-      top += dy;
-      bottom += dy;
+      r = { left: r.left + dx, top: r.top + dy, right: r.right + dx, bottom: r.bottom + dy };
       view = frame.ownerDocument.defaultView;
     }
-    if (right <= left || bottom <= top) {
-      return fail('permission_denied', `${describe(el)} is outside the visible area`, 'element_not_visible');
-    }
-    return { ok: true, x: Math.round(((left + right) / 2) * 100) / 100, y: Math.round(((top + bottom) / 2) * 100) / 100 };
+    return r;
   }
 
   /**
@@ -271,6 +284,29 @@ export class PageAgent {
     selection?.removeAllRanges();
     selection?.addRange(range);
     return { ok: true, set: false, empty: (el.textContent ?? '') === '' };
+  }
+
+  /** The element's own HTML, for `tool.get_html` with a ref. */
+  html(target: Target): { ok: true; html: string } | PageError {
+    const el = this.resolve(target);
+    if ('error' in el) return el;
+    return { ok: true, html: el.outerHTML };
+  }
+
+  /**
+   * The element scrolled into view, and its box in CSS pixels of the top-level
+   * viewport (frames' offsets added), cut to what the viewport shows: what
+   * `tool.screenshot` with a ref captures.
+   */
+  bounds(target: Target): ({ ok: true } & Rect) | PageError {
+    const el = this.resolve(target);
+    if ('error' in el) return el;
+    scrollToCentre(el);
+    const rect = this.inTopViewport(el, el.getBoundingClientRect());
+    if (rect.right - rect.left < 1 || rect.bottom - rect.top < 1) {
+      return fail('permission_denied', `${describe(el)} has no size on screen (hidden, empty or outside the visible area)`, 'element_not_visible');
+    }
+    return { ok: true, ...rect };
   }
 
   /** Outline request_help's targets for the person; the first found is scrolled into view. */

@@ -15,7 +15,7 @@ import type { AgentSession } from '../sessions';
 import { optBool, optStr, optUint, refuseRestricted, scopedTab, sessionOf } from './params';
 import { type PageContext, refKey } from './snapshot';
 
-interface Resolved {
+export interface Resolved {
   target: Target;
   documentId: string | undefined;
   echo: { used_ref: string } | { used_selector: string };
@@ -36,7 +36,12 @@ export function targetOf(p: Params, session: AgentSession, tabId: number, tool: 
     return undefined;
   }
   if (selector !== undefined) return { target: { selector }, documentId: undefined, echo: { used_selector: selector } };
-  const key = refKey(ref as string);
+  return refTarget(ref as string, session, tabId);
+}
+
+/** A ref of the session's current snapshot of `tabId`, or the protocol's `ref_not_found`. */
+export function refTarget(ref: string, session: AgentSession, tabId: number): Resolved {
+  const key = refKey(ref);
   const store = session.refs;
   if (!store) throw ToolError.reason('not_found', `ref ${key} is unknown: take a snapshot first`, 'ref_not_found');
   if (store.tabId !== tabId) {
