@@ -147,6 +147,34 @@ test('a session drives an Agent Window: navigation, html, screenshot, tabs, stop
   );
 });
 
+test('the Agent Window is resized, and a tab emulates a phone until off', async () => {
+  const session = await latchkey(agentEnv, ['session', 'start', '--width', '900', '--height', '700']);
+  const env = { ...agentEnv, LATCHKEY_SESSION: session.id };
+  const call = (method, params) => latchkey(env, ['call', method, '--params', JSON.stringify(params)]);
+  const resized = await call('tool.window_resize', { width: 800, height: 600 });
+  assert.deepEqual(resized, { window_id: session.agent_window_id, width: 800, height: 600 });
+  const size = await browser.worker.evaluate((id) => chrome.windows.get(id).then((w) => [w.width, w.height]), session.agent_window_id);
+  assert.deepEqual(size, [800, 600]);
+
+  await latchkey(env, ['navigate', `${site.base}/c`]);
+  const page = await waitFor(() => browser.context.pages().find((p) => p.url() === `${site.base}/c`), 10_000, 'the page');
+  // The screen: a mobile page without a viewport tag lays out 980 px wide, as phones do.
+  const looks = () => page.evaluate(() => [screen.width, devicePixelRatio, navigator.userAgent, navigator.maxTouchPoints]);
+  const [width, , agent] = await looks();
+  const phone = { width: 390, height: 844, device_scale_factor: 2, mobile: true, user_agent: 'LatchkeyPhone/1.0', touch: true, max_touch_points: 5 };
+  const applied = await call('tool.emulate', { overrides: phone });
+  assert.deepEqual([applied.cleared, applied.applied], [false, phone]);
+  assert.deepEqual(await looks(), [390, 2, 'LatchkeyPhone/1.0', 5]);
+  // A later call merges into what the tab has.
+  const merged = await call('tool.emulate', { overrides: { user_agent: 'Other/2.0' } });
+  assert.deepEqual(merged.applied, { ...phone, user_agent: 'Other/2.0' });
+  assert.deepEqual(await looks(), [390, 2, 'Other/2.0', 5]);
+  const cleared = await call('tool.emulate', { off: true });
+  assert.deepEqual([cleared.cleared, cleared.applied], [true, undefined]);
+  assert.deepEqual(await looks(), [width, 1, agent, 0]);
+  await latchkey(agentEnv, ['session', 'stop', session.id]);
+});
+
 test('a user tab is borrowed only with the person\'s consent, and returned to its place', async () => {
   const session = await latchkey(agentEnv, ['session', 'start']);
   const env = { ...agentEnv, LATCHKEY_SESSION: session.id };

@@ -12,6 +12,7 @@ import { parseLink } from '../lib/link';
 import type { PageMessage, Reply, Request, SessionSummary, StatusView } from '../lib/messages';
 import { type AgentSession, Sessions } from '../lib/sessions';
 import { getHtml, screenshot } from '../lib/tools/content';
+import { emulate, windowResize } from '../lib/tools/window';
 import { navigate, navigateBack, navigateForward, reload, waitForNavigation } from '../lib/tools/navigation';
 import { Confirmations, tabBorrow } from '../lib/tools/borrow';
 import { endHere, sessionRules, sessionStart, sessionStop } from '../lib/tools/session';
@@ -104,6 +105,8 @@ export default defineBackground(() => {
         agentOf,
         waitMs: async () => (await loadSettings()).borrowWaitSeconds * 1000,
       }),
+    'tool.window_resize': onPage(windowResize),
+    'tool.emulate': onPage(emulate),
     'tool.navigate': on(reportingDialogs(cdp, navigate)),
     'tool.navigate_back': on(reportingDialogs(cdp, navigateBack)),
     'tool.navigate_forward': on(reportingDialogs(cdp, navigateForward)),

@@ -4,6 +4,7 @@
 
 import type { SessionAgent } from '@protocol/SessionAgent';
 import type { SiteRules } from '@protocol/SiteRules';
+import type { EmulateOverridesParams } from '@protocol/tools/EmulateOverridesParams';
 
 export interface Borrowed {
   originalWindowId: number;
@@ -40,6 +41,12 @@ export interface AgentSession {
   borrowed: Map<number, Borrowed>;
   /** The refs of the last snapshot or observe. */
   refs?: RefStore;
+  /**
+   * What `tool.emulate` set on each tab, by tab id: a later call merges into it
+   * (docs/protocol.md, "Tabs and window"). The debugger's overrides go with the
+   * session, when it detaches.
+   */
+  emulation?: Map<number, EmulateOverridesParams>;
   /** The site rules the gateway sent (docs/policy.md, "Enforcement in the browser"). */
   rules?: SiteRules;
   /**
