@@ -4,6 +4,7 @@
 //! (`isError`) whose text says what to do next, keeping the stable code.
 
 use base64::Engine as _;
+use latchkey_protocol::policy::PolicyReason;
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
@@ -203,6 +204,22 @@ pub fn hint(code: ErrorCode, reason: Option<&str>) -> Option<&'static str> {
             "that tab is not in this session's window: call browser_tabs for its tabs"
         }
         (_, Some("tab_not_active")) => "select the tab first with browser_tab_select",
+        (_, Some("restricted_tab_url")) => {
+            "browser pages cannot be read or driven: navigate the tab to a web page"
+        }
+        (_, Some("borrow_conflict")) => "another session has borrowed that tab: use another",
+        (_, Some("target_not_fillable")) => {
+            "that element takes no typing: click checkboxes and buttons with browser_click"
+        }
+        (_, Some("target_not_select")) => {
+            "that is not a <select>: click a custom list's option with browser_click"
+        }
+        (_, Some("option_not_found") | Some("single_select_value_count")) => {
+            "use one option's value or label as browser_snapshot shows it"
+        }
+        (ErrorCode::UnknownMethod, _) => {
+            "this browser's extension does not offer that tool: reach the goal with others"
+        }
         (_, Some("session_busy")) => "another call of this session is still running: wait for it",
         (_, Some("consent_denied")) => "the browser's person said no: do not ask again unprompted",
         (ErrorCode::MultipleBrowsersOnline, _) => {
@@ -217,11 +234,18 @@ pub fn hint(code: ErrorCode, reason: Option<&str>) -> Option<&'static str> {
         (ErrorCode::UserAborted, _) => {
             "the browser's person pressed Stop: ask them before going on"
         }
-        (ErrorCode::PermissionDenied, Some(_)) => "a policy of the team or the person forbids this",
+        (ErrorCode::PermissionDenied, Some(reason)) if is_policy(reason) => {
+            "a policy of the team or the person forbids this"
+        }
         (ErrorCode::InvalidParams, _) => "check the arguments against the tool's input schema",
         (ErrorCode::RateLimited, _) => "slow down and retry shortly",
         _ => return None,
     })
+}
+
+/// A refusal by a policy, rather than by the browser or the page.
+fn is_policy(reason: &str) -> bool {
+    PolicyReason::ALL.iter().any(|r| r.as_str() == reason)
 }
 
 #[cfg(test)]
@@ -246,6 +270,37 @@ mod tests {
         let text = text_of(&answer);
         assert!(text.starts_with("not_found (ref_not_found): ref e9 is unknown"));
         assert!(text.contains("call browser_snapshot again"));
+    }
+
+    #[test]
+    fn a_policy_hint_only_for_a_policys_refusal() {
+        let denied = |reason: &str| hint(ErrorCode::PermissionDenied, Some(reason));
+        // The person's own no has a hint of its own.
+        for r in PolicyReason::ALL
+            .into_iter()
+            .filter(|r| *r != PolicyReason::ConsentDenied)
+        {
+            assert_eq!(
+                denied(r.as_str()),
+                Some("a policy of the team or the person forbids this")
+            );
+        }
+        for reason in [
+            "restricted_tab_url",
+            "borrow_conflict",
+            "agent_window_scope",
+        ] {
+            let said = denied(reason).unwrap_or_default();
+            assert!(
+                !said.is_empty() && !said.contains("policy"),
+                "{reason}: {said}"
+            );
+        }
+        assert_eq!(denied("something_new"), None);
+        let fill = hint(ErrorCode::InvalidParams, Some("target_not_fillable"));
+        assert!(fill.is_some_and(|h| h.contains("browser_click")));
+        let unknown = hint(ErrorCode::UnknownMethod, None);
+        assert!(unknown.is_some_and(|h| h.contains("does not offer")));
     }
 
     #[test]
