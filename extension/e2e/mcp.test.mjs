@@ -121,44 +121,50 @@ test('tools carry the catalogue’s schemas and hints, the skill is a resource, 
   }
 });
 
-test('browser_fill_form sets a text field, a select and a slider in one call, and refuses a checkbox', async () => {
+test('browser_fill_form sets a text field, a select, a slider and a checkbox in one call; a bad field changes nothing', async () => {
   const client = new Client({ name: 'e2e-form', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   }));
   const said = (answer) => answer.content.map((b) => b.text).join('\n');
   const snapshot = async () => said(await client.callTool({ name: 'browser_snapshot', arguments: {} }));
-  /** The form's fields with refs from `page`, a snapshot's text. */
-  const form = (page) => {
+  /** The form's fields with refs from `page`, a snapshot's text; `gift` is the checkbox's value. */
+  const form = (page, gift) => {
     const ref = (pattern) => {
       const line = page.split('\n').find((l) => pattern.test(l));
       const m = line && /\[ref=(e\d+)\]/.exec(line);
       assert.ok(m, `${pattern} in:\n${page}`);
       return m[1];
     };
-    return {
-      fields: [
-        { name: 'Full name', type: 'textbox', ref: ref(/textbox "Full name"/), value: 'Ann Lee' },
-        { name: 'Country', type: 'combobox', ref: ref(/combobox "Country"/), value: 'France' },
-        { name: 'Quantity', type: 'slider', ref: ref(/slider "Quantity"/), value: '3' },
-      ],
-      gift: { name: 'Gift wrap', type: 'checkbox', ref: ref(/checkbox "Gift wrap"/), value: 'true' },
-    };
+    return [
+      { name: 'Full name', type: 'textbox', ref: ref(/textbox "Full name"/), value: 'Ann Lee' },
+      { name: 'Country', type: 'combobox', ref: ref(/combobox "Country"/), value: 'France' },
+      { name: 'Quantity', type: 'slider', ref: ref(/slider "Quantity"/), value: '3' },
+      { name: 'Gift wrap', type: 'checkbox', ref: ref(/checkbox "Gift wrap"/), value: gift },
+    ];
   };
+  const fill = (fields) => client.callTool({ name: 'browser_fill_form', arguments: { fields } });
   try {
     await client.callTool({ name: 'browser_navigate', arguments: { url: `${stack.site.base}/checkout` } });
-    const first = form(await snapshot());
-    const refused = await client.callTool({ name: 'browser_fill_form', arguments: { fields: [...first.fields, first.gift] } });
+    const refused = await fill(form(await snapshot(), 'yes'));
     assert.equal(refused.isError, true);
-    assert.match(said(refused), /^invalid_params: field "Gift wrap" is a checkbox: set checkboxes and radio buttons with browser_click/);
+    assert.match(said(refused), /^invalid_params: field "Gift wrap" is a checkbox: its value is "true" or "false"/);
     const untouched = await snapshot();
-    assert.match(untouched, /name: ; country: ; quantity: 1/, 'a refused form changes nothing');
+    assert.match(untouched, /name: ; country: ; quantity: 1; gift: no/, 'a refused form changes nothing');
 
-    const filled = await client.callTool({ name: 'browser_fill_form', arguments: { fields: form(untouched).fields } });
+    const filled = await fill(form(untouched, 'true'));
     assert.equal(filled.isError, false, said(filled));
-    assert.match(said(filled), /^Set 3 of 3 fields:/);
+    assert.match(said(filled), /^Set 4 of 4 fields:/);
     assert.match(said(filled), /"Country" \[ref=e\d+\]: selected \["France"\]/);
-    assert.match(await snapshot(), /name: Ann Lee; country: fr; quantity: 3/);
+    assert.match(said(filled), /"Gift wrap" \[ref=e\d+\]: checked/);
+    const once = await snapshot();
+    assert.match(once, /name: Ann Lee; country: fr; quantity: 3; gift: yes/);
+    // Asked again, a box already checked is left as it is, not toggled.
+    assert.equal((await fill(form(once, 'true'))).isError, false);
+    const twice = await snapshot();
+    assert.match(twice, /gift: yes/);
+    assert.equal((await fill(form(twice, 'false'))).isError, false);
+    assert.match(await snapshot(), /gift: no/);
     await client.callTool({ name: 'browser_close', arguments: {} });
   } finally {
     await client.close();

@@ -66,13 +66,13 @@ const STATIC = {
        <label for="qty">Quantity</label> <input id="qty" type="range" min="1" max="10" value="1">
        <label><input id="gift" type="checkbox"> Gift wrap</label>
      </form>
-     <p id="summary">name: ; country: ; quantity: 1</p>
+     <p id="summary">name: ; country: ; quantity: 1; gift: no</p>
      <div style="height: 1500px"></div>
      <button id="pay" aria-label="Pay" style="width: 160px; height: 48px; border: 0; background: rgb(51, 102, 204)"></button>
      <script>
        function show() {
          const v = (id) => document.getElementById(id).value;
-         document.getElementById('summary').textContent = 'name: ' + v('name') + '; country: ' + v('country') + '; quantity: ' + v('qty');
+         document.getElementById('summary').textContent = 'name: ' + v('name') + '; country: ' + v('country') + '; quantity: ' + v('qty') + '; gift: ' + (document.getElementById('gift').checked ? 'yes' : 'no');
        }
      </script>`,
   ),

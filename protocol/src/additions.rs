@@ -26,8 +26,22 @@ pub const FEATURE_CONSENT: &str = "consent";
 /// The extension shows its person which agent drives each session: the start
 /// carries `agent` ([`SessionAgent`]), and a stop carries its `reason`.
 pub const FEATURE_AGENT_INFO: &str = "agent_info";
+/// The extension's `tool.click` reads [`CLICK_CHECKED`] on a checkbox, a radio
+/// button or a switch: it clicks only when the element's state is not the one
+/// asked for, and answers with the state it is in after. A contract-only
+/// extension would ignore the param and click (toggle) regardless, so the
+/// gateway refuses the param for a browser that does not list this.
+pub const FEATURE_SET_CHECKED: &str = "set_checked";
+/// `tool.click`'s param under [`FEATURE_SET_CHECKED`] (a bool: the state to
+/// leave the element in), and the key of the state after in its answer.
+pub const CLICK_CHECKED: &str = "latchkey_checked";
 /// Every feature this gateway knows, in the order the docs list them.
-pub const FEATURES: [&str; 3] = [FEATURE_SITE_RULES, FEATURE_CONSENT, FEATURE_AGENT_INFO];
+pub const FEATURES: [&str; 4] = [
+    FEATURE_SITE_RULES,
+    FEATURE_CONSENT,
+    FEATURE_AGENT_INFO,
+    FEATURE_SET_CHECKED,
+];
 /// At most this many entries of `latchkey_features` are read; more are ignored.
 pub const MAX_FEATURES: usize = 16;
 
@@ -214,6 +228,7 @@ pub struct Features {
     pub site_rules: bool,
     pub consent: bool,
     pub agent_info: bool,
+    pub set_checked: bool,
 }
 
 impl Features {
@@ -225,6 +240,7 @@ impl Features {
                 FEATURE_SITE_RULES => f.site_rules = true,
                 FEATURE_CONSENT => f.consent = true,
                 FEATURE_AGENT_INFO => f.agent_info = true,
+                FEATURE_SET_CHECKED => f.set_checked = true,
                 _ => {}
             }
         }
@@ -243,6 +259,9 @@ impl Features {
         if self.agent_info {
             out.push(FEATURE_AGENT_INFO);
         }
+        if self.set_checked {
+            out.push(FEATURE_SET_CHECKED);
+        }
         out
     }
 }
@@ -256,8 +275,10 @@ mod tests {
         let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(Features::of(None), Features::default());
         let f = Features::of(Some(&list(&["consent", "telepathy", "site_rules"])));
-        assert!(f.consent && f.site_rules && !f.agent_info);
+        assert!(f.consent && f.site_rules && !f.agent_info && !f.set_checked);
         assert_eq!(f.names(), vec!["site_rules", "consent"]);
+        let all = Features::of(Some(&list(&FEATURES)));
+        assert_eq!(all.names(), FEATURES);
         assert_eq!(Features::of(Some(&list(&FEATURES))).names(), FEATURES);
         let mut long = list(&["x"; MAX_FEATURES]);
         long.push("consent".into());

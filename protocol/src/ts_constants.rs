@@ -51,6 +51,8 @@ pub fn typescript_constants() -> String {
         ("SESSION_RULES", additions::SESSION_RULES),
         ("EVENT_KILL_SWITCH", additions::EVENT_KILL_SWITCH),
         ("FEATURE_AGENT_INFO", additions::FEATURE_AGENT_INFO),
+        ("FEATURE_SET_CHECKED", additions::FEATURE_SET_CHECKED),
+        ("CLICK_CHECKED", additions::CLICK_CHECKED),
         ("EVENT_USER_STOP", additions::EVENT_USER_STOP),
         ("GATEWAY_FEATURE_UNPAIR", additions::GATEWAY_FEATURE_UNPAIR),
         (

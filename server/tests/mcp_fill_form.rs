@@ -169,3 +169,102 @@ backend_tests!(
         mcp.close().await.expect("close");
     }
 );
+
+/// A browser whose extension lists `set_checked`: a click with
+/// `latchkey_checked` answers the state it left the box in.
+fn checking_script() -> Script {
+    let form = form_script();
+    Arc::new(move |r| {
+        let params = r.params.clone().unwrap_or_default();
+        if r.method != "tool.click" {
+            return form(r);
+        }
+        Some(Action::Reply(json!({
+            "tab_id": 7, "used_ref": params["ref"], "x": 10.0, "y": 20.0,
+            "latchkey_checked": params["latchkey_checked"],
+        })))
+    })
+}
+
+const CHECKOUT: fn() -> Value = || {
+    json!({"fields": [
+        {"name": "Name", "type": "textbox", "ref": "e2", "value": "Ada"},
+        {"name": "Gift wrap", "type": "checkbox", "ref": "e3", "value": "true"},
+        {"name": "Express", "type": "radio", "ref": "e4", "value": "true"},
+    ]})
+};
+
+backend_tests!(
+    checkboxes_are_set_only_on_a_browser_that_can,
+    |backend: Backend| async move {
+        // A contract-only extension: it would ignore the state and toggle.
+        let server = TestServer::start(backend.clone()).await.expect("server");
+        let agent = server.new_agent().await.expect("agent");
+        let (device, browser) = server
+            .new_browser(checking_script())
+            .await
+            .expect("browser");
+        let mcp = McpClient::to_server(&server, &agent.token, Revision::Stateless)
+            .await
+            .expect("client");
+        let refused = mcp
+            .call("browser_fill_form", CHECKOUT())
+            .await
+            .expect("answer");
+        assert_eq!(refused.is_error, Some(true));
+        assert!(
+            text(&refused).starts_with("invalid_params: field \"Gift wrap\": this browser's extension cannot set a checkbox"),
+            "{}",
+            text(&refused)
+        );
+        assert!(
+            text(&refused).contains("[field fields[1].type]"),
+            "{}",
+            text(&refused)
+        );
+        // The same param sent by hand, on the HTTP API, never reaches it either.
+        let session = agent.start(Some(&device)).await.expect("session");
+        let by_hand = agent
+            .call(
+                &session.id,
+                "tool.click",
+                json!({"ref": "e3", "latchkey_checked": true}),
+            )
+            .await
+            .expect("answer");
+        assert_eq!(by_hand.status, 400);
+        assert_eq!(by_hand.body["error"]["data"]["field"], "latchkey_checked");
+        assert_eq!(sets(&browser).len(), 0);
+        assert_eq!(browser.count("tool.click"), 0);
+
+        // An extension that lists set_checked: the boxes are set, in order.
+        let server = TestServer::start(backend).await.expect("server");
+        let agent = server.new_agent().await.expect("agent");
+        let (_device, browser) = server
+            .new_browser_with_features(checking_script(), &["set_checked"])
+            .await
+            .expect("browser");
+        let mcp = McpClient::to_server(&server, &agent.token, Revision::Stateless)
+            .await
+            .expect("client");
+        let filled = mcp
+            .call("browser_fill_form", CHECKOUT())
+            .await
+            .expect("answer");
+        assert_eq!(filled.is_error, Some(false), "{}", text(&filled));
+        assert_eq!(
+            text(&filled),
+            "Set 3 of 3 fields:\n- \"Name\" [ref=e2]: typed 3 characters\n\
+             - \"Gift wrap\" [ref=e3]: checked\n- \"Express\" [ref=e4]: checked"
+        );
+        let clicks: Vec<Value> = browser
+            .received()
+            .into_iter()
+            .filter(|r| r.method == "tool.click")
+            .map(|r| r.params.unwrap_or_default())
+            .map(|p| json!([p["ref"], p["latchkey_checked"]]))
+            .collect();
+        assert_eq!(clicks, [json!(["e3", true]), json!(["e4", true])]);
+        mcp.close().await.expect("close");
+    }
+);

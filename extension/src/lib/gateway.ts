@@ -12,6 +12,7 @@ import {
   EVENT_WINDOW_CLOSED,
   FEATURE_AGENT_INFO,
   FEATURE_CONSENT,
+  FEATURE_SET_CHECKED,
   FEATURE_SITE_RULES,
   HANDSHAKE_CLIENT_NAME,
   MIN_COMPATIBLE_PROTOCOL,
@@ -165,7 +166,7 @@ export class Gateway {
         min_compatible_peer: '0.0.0',
         min_compatible_protocol: MIN_COMPATIBLE_PROTOCOL,
         // What this build does beyond the contract (docs/protocol.md, "Latchkey's additions").
-        latchkey_features: [FEATURE_SITE_RULES, FEATURE_CONSENT, FEATURE_AGENT_INFO],
+        latchkey_features: [FEATURE_SITE_RULES, FEATURE_CONSENT, FEATURE_AGENT_INFO, FEATURE_SET_CHECKED],
       };
       ws.send(JSON.stringify({ id: handshakeId, method: SYSTEM_HANDSHAKE, params }));
       handshakeTimer = setTimeout(() => ws.close(), HANDSHAKE_REPLY_MS);

@@ -3,4 +3,4 @@
 /**
  * The `data.reason` of a tool failure.
  */
-export type FailureReason = "agent_window_scope" | "borrow_conflict" | "restricted_tab_url" | "element_not_visible" | "ref_not_found" | "selector_not_found" | "target_not_fillable" | "target_not_select" | "option_not_found" | "single_select_value_count" | "tab_not_active" | "screenshot_capture_failed" | "cleanup_failed" | "consent_denied" | "site_blocked" | "site_not_allowed" | "scheme_not_allowed" | "borrow_denied" | "borrow_timed_out";
+export type FailureReason = "agent_window_scope" | "borrow_conflict" | "restricted_tab_url" | "element_not_visible" | "ref_not_found" | "selector_not_found" | "target_not_fillable" | "target_not_checkable" | "target_not_select" | "option_not_found" | "single_select_value_count" | "tab_not_active" | "screenshot_capture_failed" | "cleanup_failed" | "consent_denied" | "site_blocked" | "site_not_allowed" | "scheme_not_allowed" | "borrow_denied" | "borrow_timed_out";

@@ -31,6 +31,10 @@ pub enum FailureReason {
     SelectorNotFound,
     /// `fill` on an element that is not a text field or editable.
     TargetNotFillable,
+    /// `click` with Latchkey's `latchkey_checked` on an element that is not a
+    /// checkbox, radio button or switch, or `false` on a checked radio button
+    /// (which only another button of its group unchecks).
+    TargetNotCheckable,
     /// `select` on an element that is not a `<select>`.
     TargetNotSelect,
     /// `select` asked for an option the element does not have.
@@ -61,7 +65,7 @@ pub enum FailureReason {
 }
 
 impl FailureReason {
-    pub const ALL: [FailureReason; 19] = [
+    pub const ALL: [FailureReason; 20] = [
         Self::AgentWindowScope,
         Self::BorrowConflict,
         Self::RestrictedTabUrl,
@@ -69,6 +73,7 @@ impl FailureReason {
         Self::RefNotFound,
         Self::SelectorNotFound,
         Self::TargetNotFillable,
+        Self::TargetNotCheckable,
         Self::TargetNotSelect,
         Self::OptionNotFound,
         Self::SingleSelectValueCount,
@@ -92,6 +97,7 @@ impl FailureReason {
             Self::RefNotFound => "ref_not_found",
             Self::SelectorNotFound => "selector_not_found",
             Self::TargetNotFillable => "target_not_fillable",
+            Self::TargetNotCheckable => "target_not_checkable",
             Self::TargetNotSelect => "target_not_select",
             Self::OptionNotFound => "option_not_found",
             Self::SingleSelectValueCount => "single_select_value_count",
@@ -270,7 +276,23 @@ static FAILURES: &[(&[&str], &[Failure])] = &[
         &["tool.wait_ms"],
         &[f(Cancelled, None, "the call was cancelled")],
     ),
-    (&["tool.click", "tool.hover"], PAGE_INPUT),
+    (
+        &["tool.click"],
+        &[
+            OUTSIDE,
+            RESTRICTED,
+            REF,
+            SELECTOR,
+            HIDDEN,
+            DIALOG_LOOP,
+            f(
+                InvalidParams,
+                Some(R::TargetNotCheckable),
+                "Latchkey's `latchkey_checked` on an element that is not a checkbox, radio button or switch, or `false` on a checked radio button",
+            ),
+        ],
+    ),
+    (&["tool.hover"], PAGE_INPUT),
     (
         &["tool.fill"],
         &[

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use latchkey_protocol::EndReason;
 use latchkey_protocol::agent::{StartSessionRequest, StopSessionResult};
@@ -195,6 +194,19 @@ impl Choices {
             settle(core, p, caller, &mut choice, seen).await?
         };
         routed::call(core, p, &chosen.session_id, call).await
+    }
+
+    /// The caller's session, opened first if none is open, as [`Self::call`]
+    /// opens one: for a tool that must know the browser before it acts.
+    pub async fn session(
+        &self,
+        core: &Core,
+        p: &Principal,
+        caller: &Caller,
+    ) -> Result<Chosen, CoreError> {
+        let slot = self.slot(caller);
+        let mut choice = slot.lock().await;
+        settle(core, p, caller, &mut choice, None).await
     }
 
     /// Pick `device_id`: the session on another browser ends, one opens on this.
@@ -414,31 +426,6 @@ async fn halt_when_decided(core: Core, caller: Caller, session: Arc<Session>) {
         match write(&core, &caller, &mut choice, next).await {
             Ok(false) => continue,
             _ => return,
-        }
-    }
-}
-
-/// How long a choice no request changed is kept.
-pub const KEPT_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// Forget choices untouched for [`KEPT_FOR`], hourly (on every replica: the
-/// deletes are idempotent).
-pub async fn keeper(core: Core) {
-    let mut tick = tokio::time::interval(Duration::from_secs(3600));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = core.shutdown.cancelled() => return,
-        }
-        let kept_ms = i64::try_from(KEPT_FOR.as_millis()).unwrap_or(i64::MAX);
-        let before = core.clock.now_ms().saturating_sub(kept_ms);
-        match core.store.prune_mcp_choices(before).await {
-            Ok(0) => {}
-            Ok(gone) => tracing::info!(gone, "mcp: forgot choices untouched for 30 days"),
-            Err(e) => {
-                tracing::warn!(error = %e, "mcp: pruning old choices failed; retried in an hour")
-            }
         }
     }
 }

@@ -9,11 +9,14 @@
 //! call, saying which fields were set and which were not attempted.
 //!
 //! Text fields, sliders and `<select>` comboboxes map onto the catalogue. Checkboxes
-//! and radio buttons do not: setting one to a state needs its current state, and
-//! protocol 1.x reads that only through a snapshot, which would void the agent's
-//! refs. They are refused up front, pointing at `browser_click` (the snapshot marks
-//! the ones that are `[checked]`).
+//! and radio buttons need Latchkey's `set_checked` addition: protocol 1.x reads a
+//! box's state only through a snapshot, which would void the agent's refs, and a
+//! blind click would uncheck a box already checked. They become a `tool.click`
+//! with `latchkey_checked`, which our extension clicks only when the state is not
+//! the one asked for; for a browser whose extension does not list the feature the
+//! whole form is refused, pointing at `browser_click`.
 
+use latchkey_protocol::additions::CLICK_CHECKED;
 use latchkey_protocol::tools::tool_named;
 use latchkey_protocol::{ErrorBody, ErrorCode};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -43,9 +46,9 @@ pub fn input_schema() -> Value {
                     "type": "object",
                     "properties": {
                         "name": {"type": "string", "maxLength": MAX_NAME_CHARS, "description": "Human-readable field name, echoed in the answer"},
-                        "type": {"type": "string", "enum": ["textbox", "slider", "combobox"], "description": "textbox and slider are typed into (browser_type); combobox is a <select> whose option is chosen by value or label (browser_select_option). Set checkboxes and radio buttons with browser_click."},
+                        "type": {"type": "string", "enum": ["textbox", "slider", "combobox", "checkbox", "radio"], "description": "textbox and slider are typed into (browser_type); combobox is a <select> whose option is chosen by value or label (browser_select_option); checkbox and radio are left checked (\"true\") or unchecked (\"false\"), clicked only if they are not already"},
                         "ref": {"type": "string", "minLength": 1, "description": "The field's ref from the latest browser_snapshot"},
-                        "value": {"type": "string", "description": "The text to type, the slider's value, or the option's value or label"}
+                        "value": {"type": "string", "description": "The text to type, the slider's value, the option's value or label, or for a checkbox or radio \"true\" or \"false\""}
                     },
                     "required": ["name", "type", "ref", "value"]
                 }
@@ -62,7 +65,7 @@ pub struct Step {
     /// The agent's name for the field.
     pub name: String,
     pub reference: String,
-    /// `tool.fill` or `tool.select`.
+    /// `tool.fill`, `tool.select`, or `tool.click` for a checkbox or radio.
     pub method: &'static str,
     pub params: Map<String, Value>,
 }
@@ -109,20 +112,34 @@ fn step(i: usize, field: &Value, tab_id: Option<&Value>) -> Result<Step, ErrorBo
     let (method, key, given) = match string("type")? {
         "textbox" | "slider" => ("tool.fill", "value", json!(value)),
         "combobox" => ("tool.select", "values", json!([value])),
-        "checkbox" | "radio" => {
-            return Err(invalid(
-                &at("type"),
-                format!(
-                    "field {name:?} is a {}: set checkboxes and radio buttons with \
-                     browser_click (the snapshot marks those that are [checked])",
-                    string("type")?
-                ),
-            ));
+        kind @ ("checkbox" | "radio") => {
+            let checked = match value {
+                "true" => true,
+                "false" if kind == "checkbox" => false,
+                "false" => {
+                    return Err(invalid(
+                        &at("value"),
+                        format!(
+                            "field {name:?}: a radio button is unchecked only by checking \
+                             another of its group"
+                        ),
+                    ));
+                }
+                _ => {
+                    return Err(invalid(
+                        &at("value"),
+                        format!("field {name:?} is a {kind}: its value is \"true\" or \"false\""),
+                    ));
+                }
+            };
+            ("tool.click", CLICK_CHECKED, json!(checked))
         }
         other => {
             return Err(invalid(
                 &at("type"),
-                format!("{other:?} is not a field type: textbox, slider or combobox"),
+                format!(
+                    "{other:?} is not a field type: textbox, slider, combobox, checkbox or radio"
+                ),
             ));
         }
     };
@@ -224,9 +241,39 @@ pub fn answer(steps: &[Step], done: Vec<Value>, failed: Option<ErrorBody>) -> Ca
     answer
 }
 
+/// Whether any field is a checkbox or radio, which only a browser whose
+/// extension lists `set_checked` can set.
+pub fn needs_set_checked(steps: &[Step]) -> bool {
+    steps.iter().any(|s| s.params.contains_key(CLICK_CHECKED))
+}
+
+/// The form refused whole: its first checkbox or radio, for a browser that
+/// cannot set one to a state.
+pub fn cannot_set_checked(steps: &[Step]) -> ErrorBody {
+    let (i, step) = steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.params.contains_key(CLICK_CHECKED))
+        .map_or((0, None), |(i, s)| (i, Some(s)));
+    let name = step.map_or("", |s| s.name.as_str());
+    invalid(
+        &format!("fields[{i}].type"),
+        format!(
+            "field {name:?}: this browser's extension cannot set a checkbox or radio button \
+             to a state (it does not list set_checked): leave it out and click it with \
+             browser_click (the snapshot marks those that are [checked])"
+        ),
+    )
+}
+
 /// What a set field holds, in a few words.
 fn what(step: &Step, result: &Value) -> String {
     match step.method {
+        "tool.click" => match result.get(CLICK_CHECKED).and_then(Value::as_bool) {
+            Some(true) => "checked".to_string(),
+            Some(false) => "unchecked".to_string(),
+            None => "clicked".to_string(),
+        },
         "tool.select" => match result.get("selected_labels") {
             Some(labels) => format!("selected {labels}"),
             None => "selected".to_string(),

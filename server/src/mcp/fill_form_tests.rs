@@ -53,23 +53,56 @@ fn each_type_becomes_the_catalogue_call_that_sets_it() {
 }
 
 #[test]
+fn checkboxes_and_radios_become_a_click_to_a_state() {
+    let steps = plan(&args(json!([
+        {"name": "Email", "type": "textbox", "ref": "e3", "value": "x"},
+        {"name": "News", "type": "checkbox", "ref": "e4", "value": "false"},
+        {"name": "Express", "type": "radio", "ref": "e5", "value": "true"},
+    ])))
+    .expect("a plan");
+    let clicks: Vec<(&str, Value)> = steps[1..]
+        .iter()
+        .map(|s| (s.method, Value::Object(s.params.clone())))
+        .collect();
+    assert_eq!(
+        clicks,
+        [
+            (
+                "tool.click",
+                json!({"ref": "e4", "latchkey_checked": false})
+            ),
+            ("tool.click", json!({"ref": "e5", "latchkey_checked": true})),
+        ]
+    );
+    assert!(needs_set_checked(&steps) && !needs_set_checked(&steps[..1]));
+    let refused = cannot_set_checked(&steps);
+    assert_eq!(field_of(&refused), Some("fields[1].type"));
+    assert!(
+        refused.message.starts_with("field \"News\": "),
+        "{}",
+        refused.message
+    );
+    assert!(refused.message.contains("browser_click"));
+}
+
+#[test]
 fn one_bad_field_refuses_the_whole_form_naming_it() {
     let good = json!({"name": "Email", "type": "textbox", "ref": "e3", "value": "x"});
     let cases = [
         (
-            json!({"name": "Agree", "type": "checkbox", "ref": "e9", "value": "true"}),
-            "fields[1].type",
-            "browser_click",
+            json!({"name": "Agree", "type": "checkbox", "ref": "e9", "value": "yes"}),
+            "fields[1].value",
+            "\"true\" or \"false\"",
         ),
         (
-            json!({"name": "Pick", "type": "radio", "ref": "e9", "value": "true"}),
-            "fields[1].type",
-            "browser_click",
+            json!({"name": "Pick", "type": "radio", "ref": "e9", "value": "false"}),
+            "fields[1].value",
+            "checking another of its group",
         ),
         (
             json!({"name": "X", "type": "button", "ref": "e9", "value": "x"}),
             "fields[1].type",
-            "textbox, slider or combobox",
+            "textbox, slider, combobox, checkbox or radio",
         ),
         (
             json!({"name": "X", "type": "textbox", "ref": "", "value": "x"}),
@@ -122,7 +155,7 @@ fn three() -> Vec<Step> {
     plan(&args(json!([
         {"name": "Email", "type": "textbox", "ref": "e3", "value": "ada@example.test"},
         {"name": "Country", "type": "combobox", "ref": "e5", "value": "FR"},
-        {"name": "Note", "type": "textbox", "ref": "e6", "value": "hi"},
+        {"name": "Gift", "type": "checkbox", "ref": "e6", "value": "true"},
     ])))
     .expect("a plan")
 }
@@ -133,14 +166,14 @@ fn a_full_answer_says_what_each_field_holds() {
     let done = vec![
         json!({"tab_id": 7, "used_ref": "e3", "value_length": 16}),
         json!({"tab_id": 7, "used_ref": "e5", "multiple": false, "selected_values": ["FR"], "selected_labels": ["France"]}),
-        json!({"tab_id": 7, "used_ref": "e6", "value_length": 2, "dialogs": [{"type": "alert"}]}),
+        json!({"tab_id": 7, "used_ref": "e6", "x": 1, "y": 2, "latchkey_checked": true, "dialogs": [{"type": "alert"}]}),
     ];
     let answer = answer(&steps, done, None);
     assert_eq!(answer.is_error, Some(false));
     assert_eq!(
         text(&answer),
         "Set 3 of 3 fields:\n- \"Email\" [ref=e3]: typed 16 characters\n\
-         - \"Country\" [ref=e5]: selected [\"France\"]\n- \"Note\" [ref=e6]: typed 2 characters\n\
+         - \"Country\" [ref=e5]: selected [\"France\"]\n- \"Gift\" [ref=e6]: checked\n\
          Dialogs: [{\"type\":\"alert\"}]"
     );
     let structured = answer.structured_content.expect("structured");
@@ -164,11 +197,11 @@ fn a_failure_says_what_was_set_and_what_was_not_attempted() {
          not_found (ref_not_found): ref e5 is not in the current snapshot\n\
          stale ref: call browser_snapshot again and use a ref from it\n\
          Set before it:\n- \"Email\" [ref=e3]: typed 16 characters\n\
-         Not attempted: [\"Note\"]"
+         Not attempted: [\"Gift\"]"
     );
     let structured = answer.structured_content.expect("structured");
     assert_eq!(structured["error"]["code"], "not_found");
     assert_eq!(structured["failed"]["ref"], "e5");
     assert_eq!(structured["set"][0]["name"], "Email");
-    assert_eq!(structured["not_attempted"], json!(["Note"]));
+    assert_eq!(structured["not_attempted"], json!(["Gift"]));
 }

@@ -126,6 +126,23 @@ impl LatchkeyMcp {
         cancelled: &CancellationToken,
     ) -> Result<CallToolResult, ErrorBody> {
         let steps = fill_form::plan(args)?;
+        if fill_form::needs_set_checked(&steps) {
+            // Known before any field is set: the browser the call would open a
+            // session on, or is on.
+            let core = &self.state.core;
+            let chosen = self
+                .choices
+                .session(core, p, caller)
+                .await
+                .map_err(CoreError::into_body)?;
+            let features = core
+                .link(&p.tenant_id, &chosen.device_id)
+                .map(|link| link.features())
+                .ok_or_else(|| CoreError::BrowserDisconnected.into_body())?;
+            if !features.set_checked {
+                return Err(fill_form::cannot_set_checked(&steps));
+            }
+        }
         let mut done = Vec::with_capacity(steps.len());
         for step in &steps {
             let result = self

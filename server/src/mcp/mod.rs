@@ -12,6 +12,7 @@ mod choices;
 mod direct;
 mod fill_form;
 mod handler;
+mod keeper;
 mod listing;
 mod skill;
 
@@ -27,7 +28,7 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 
-pub use choices::keeper as choices_keeper;
+pub use keeper::keeper as choices_keeper;
 
 /// The path the endpoint is served at.
 pub const PATH: &str = "/mcp";

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use latchkey_protocol::additions::CLICK_CHECKED;
 use latchkey_protocol::effect::{CANCEL_GRACE_MS, MAX_CALL_TIMEOUT_MS, MAX_WAIT_MS};
 use latchkey_protocol::{RequestFrame, text};
 
@@ -364,6 +365,15 @@ async fn run_call(
     let link = state
         .link(&session.tenant_id, &session.device_id)
         .ok_or(CoreError::BrowserDisconnected)?;
+    // A contract-only extension would ignore the param and toggle the box
+    // (docs/protocol.md, "Latchkey's additions").
+    if call.params.contains_key(CLICK_CHECKED) && !link.features().set_checked {
+        return Err(CoreError::invalid_field(
+            CLICK_CHECKED,
+            "this browser's extension cannot set a checkbox to a state (it does not list \
+             set_checked): click without it, reading the state from a snapshot",
+        ));
+    }
     // While the person has the page, the lists say so: redrawn as the request
     // begins and again once it has ended (dropped after the call's busy guard).
     let _redraw = (call.method == "tool.request_help").then(|| Redraw::now(&state.sessions));

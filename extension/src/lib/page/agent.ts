@@ -286,6 +286,24 @@ export class PageAgent {
     return { ok: true, set: false, empty: (el.textContent ?? '') === '' };
   }
 
+  /**
+   * Whether a checkbox, radio button or switch (native or by ARIA role) is checked,
+   * for Latchkey's `set_checked`; anything else is `target_not_checkable`.
+   */
+  checkState(target: Target): { ok: true; checked: boolean; radio: boolean } | PageError {
+    const el = this.resolve(target);
+    if ('error' in el) return el;
+    const type = el.tagName === 'INPUT' ? (el as HTMLInputElement).type : '';
+    if (type === 'checkbox' || type === 'radio') {
+      return { ok: true, checked: (el as HTMLInputElement).checked, radio: type === 'radio' };
+    }
+    const role = el.getAttribute('role');
+    if (role === 'checkbox' || role === 'radio' || role === 'switch' || role === 'menuitemcheckbox' || role === 'menuitemradio') {
+      return { ok: true, checked: el.getAttribute('aria-checked') === 'true', radio: role === 'radio' || role === 'menuitemradio' };
+    }
+    return fail('invalid_params', `${describe(el)} is not a checkbox, radio button or switch`, 'target_not_checkable');
+  }
+
   /** The element's own HTML, for `tool.get_html` with a ref. */
   html(target: Target): { ok: true; html: string } | PageError {
     const el = this.resolve(target);

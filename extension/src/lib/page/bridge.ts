@@ -8,7 +8,7 @@ import { type ExtensionErrorCode, type Reason, ToolError } from '../errors';
 import type { PageError } from './agent';
 import { PAGE_AGENT_FILE, PAGE_AGENT_GLOBAL } from './global';
 
-export type PageOp = 'snapshot' | 'locate' | 'hitTest' | 'focus' | 'prepareFill' | 'select' | 'highlight' | 'unhighlight' | 'conditions' | 'html' | 'bounds';
+export type PageOp = 'snapshot' | 'locate' | 'hitTest' | 'focus' | 'prepareFill' | 'select' | 'highlight' | 'unhighlight' | 'conditions' | 'html' | 'bounds' | 'checkState';
 
 interface Missing {
   missing: true;

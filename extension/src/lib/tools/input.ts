@@ -5,6 +5,7 @@
 // rather than the click. Choosing options of a <select> is done in the page (its popup is not
 // part of the page) with the input and change events a person's choice fires.
 
+import { CLICK_CHECKED } from '@protocol/constants';
 import { invalid, ToolError } from '../errors';
 import { checkpoint, type Params } from '../dispatcher';
 import { withDialogs } from '../cdp';
@@ -128,16 +129,37 @@ export async function click(p: Params, ctx: PageContext, signal: AbortSignal): P
   if (!BUTTONS.includes(button)) throw invalid('button must be left, middle or right');
   const clickCount = optUint(p, 'click_count', 1) ?? 1;
   const modifiers = modifierBits(parseModifiers(p.modifiers));
+  const wanted = p[CLICK_CHECKED];
+  if (wanted !== undefined && typeof wanted !== 'boolean') throw invalid(`${CLICK_CHECKED} must be a boolean`);
   return withDialogs(ctx.cdp, tabId, async () => {
-    const { x, y } = await pointAt(ctx, tabId, r, modifiers, signal);
-    const held = BUTTON_BITS[button] ?? 1;
-    for (let n = 1; n <= clickCount; n++) {
-      const event = { x, y, button, clickCount: n, modifiers };
-      await ctx.cdp.send(tabId, 'Input.dispatchMouseEvent', { type: 'mousePressed', ...event, buttons: held });
-      await ctx.cdp.send(tabId, 'Input.dispatchMouseEvent', { type: 'mouseReleased', ...event, buttons: 0 });
+    // Latchkey's `set_checked` (docs/protocol.md, "Latchkey's additions"): a click
+    // only when the element is not in the state asked for.
+    const before = wanted === undefined ? undefined : await checkState(tabId, r, wanted);
+    const { x, y } = before === wanted ? (await pageCall<Box>(tabId, 'locate', r.target, r.documentId)).value : await pointAt(ctx, tabId, r, modifiers, signal);
+    if (before !== wanted) {
+      const held = BUTTON_BITS[button] ?? 1;
+      for (let n = 1; n <= clickCount; n++) {
+        const event = { x, y, button, clickCount: n, modifiers };
+        await ctx.cdp.send(tabId, 'Input.dispatchMouseEvent', { type: 'mousePressed', ...event, buttons: held });
+        await ctx.cdp.send(tabId, 'Input.dispatchMouseEvent', { type: 'mouseReleased', ...event, buttons: 0 });
+      }
     }
-    return { tab_id: tabId, ...r.echo, x, y };
+    if (wanted === undefined) return { tab_id: tabId, ...r.echo, x, y };
+    const after = await checkState(tabId, r, wanted);
+    if (after !== wanted) {
+      throw ToolError.reason('invalid_params', `clicking it left it ${after ? 'checked' : 'unchecked'}: the page keeps it from changing`, 'target_not_checkable');
+    }
+    return { tab_id: tabId, ...r.echo, x, y, [CLICK_CHECKED]: after };
   });
+}
+
+/** Whether a checkbox, radio button or switch is checked; refused for anything else, and for unchecking a checked radio button. */
+async function checkState(tabId: number, r: Resolved, wanted: boolean): Promise<boolean> {
+  const { value } = await pageCall<{ checked: boolean; radio: boolean }>(tabId, 'checkState', r.target, r.documentId);
+  if (value.radio && value.checked && !wanted) {
+    throw ToolError.reason('invalid_params', 'a radio button is unchecked only by checking another of its group', 'target_not_checkable');
+  }
+  return value.checked;
 }
 
 export async function hover(p: Params, ctx: PageContext, signal: AbortSignal): Promise<unknown> {
