@@ -134,9 +134,9 @@ export async function click(p: Params, ctx: PageContext, signal: AbortSignal): P
   return withDialogs(ctx.cdp, tabId, async () => {
     // Latchkey's `set_checked` (docs/protocol.md, "Latchkey's additions"): a click
     // only when the element is not in the state asked for.
-    const before = wanted === undefined ? undefined : await checkState(tabId, r, wanted);
-    const { x, y } = before === wanted ? (await pageCall<Box>(tabId, 'locate', r.target, r.documentId)).value : await pointAt(ctx, tabId, r, modifiers, signal);
-    if (before !== wanted) {
+    const settled = wanted !== undefined && (await checkState(tabId, r, wanted)) === wanted;
+    const { x, y } = settled ? (await pageCall<Box>(tabId, 'locate', r.target, r.documentId)).value : await pointAt(ctx, tabId, r, modifiers, signal);
+    if (!settled) {
       const held = BUTTON_BITS[button] ?? 1;
       for (let n = 1; n <= clickCount; n++) {
         const event = { x, y, button, clickCount: n, modifiers };
