@@ -1,8 +1,8 @@
 //! `browser_fill_form` (docs/mcp.md, "Filling a form"): playwright-mcp's tool for
 //! setting several fields in one call, made of the catalogue's own methods so that
-//! every field is one `tool.fill` or `tool.select` through the call pipeline, with
-//! its policy check, rate limit and audit row. Nothing here reaches the browser by
-//! another way.
+//! every field is one `tool.fill`, `tool.select` or `tool.click` through the call
+//! pipeline, with its policy check, rate limit and audit row. Nothing here
+//! reaches the browser by another way.
 //!
 //! Every field is judged before the first is sent: a form with one bad field
 //! changes nothing. Fields are then set in order, and the first failure ends the

@@ -1,7 +1,7 @@
 //! The tools `/mcp` lists: the catalogue's methods under their MCP names, with the
 //! catalogue's params schema and summary and hints from its effect class; the
 //! endpoint's own three for choosing a browser; and `browser_fill_form`, made of
-//! the catalogue's `tool.fill` and `tool.select` (docs/mcp.md, "Tools").
+//! the catalogue's `tool.fill`, `tool.select` and `tool.click` (docs/mcp.md, "Tools").
 
 use std::sync::Arc;
 
@@ -60,8 +60,9 @@ pub fn tools() -> Vec<Tool> {
         own(
             BROWSER_FILL_FORM,
             "Fill several form fields in one call: text fields and sliders are typed \
-             into, <select> options chosen; each field is its own browser_type or \
-             browser_select_option, and a bad field is refused before any is touched.",
+             into, <select> options chosen, checkboxes and radio buttons left checked \
+             or unchecked (clicked only if they are not already); each field is its \
+             own call, and a bad field is refused before any is touched.",
             fill_form::input_schema(),
             ToolAnnotations::new()
                 .read_only(false)
