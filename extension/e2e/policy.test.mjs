@@ -37,6 +37,15 @@ async function startAsked(purpose) {
   return { started };
 }
 
+/**
+ * Answer the one prompt shown and wait until the popup has taken it away, so that
+ * the next step never sees (or clicks) an answered prompt the popup has yet to redraw.
+ */
+async function answer(button) {
+  await stack.popup.click(`#consent-list .${button}`);
+  await waitFor(async () => (await prompts().count()) === 0, 5_000, 'the answered prompt gone');
+}
+
 test('a policy that asks: the person allows once, denies, allows for an hour, then withdraws it', async () => {
   const { agentEnv, popup } = stack;
   assert.equal((await policy({ consent: 'ask', capabilities: ['read', 'navigate'] })).status, 200);
@@ -49,14 +58,14 @@ test('a policy that asks: the person allows once, denies, allows for an hour, th
   // The agent sees its session waiting for the person.
   const waiting = await latchkey(agentEnv, ['session', 'list']);
   assert.deepEqual(waiting.sessions.map((s) => s.phase), ['consent_pending']);
-  await popup.click('#consent-list .consent-once');
+  await answer('consent-once');
   const session = await once;
   assert.equal(session.phase, 'open');
   assert.ok(session.agent_window_id);
   await latchkey(agentEnv, ['session', 'stop', session.id]);
 
   const refused = (await startAsked()).started;
-  await popup.click('#consent-list .consent-deny');
+  await answer('consent-deny');
   await assert.rejects(refused, (e) => {
     const error = errorOf(e);
     return error.code === 'permission_denied' && error.data.reason === 'consent_denied';
@@ -65,9 +74,11 @@ test('a policy that asks: the person allows once, denies, allows for an hour, th
 
   // An hour's allowance: the next start asks nobody, and the popup lists it.
   const hour = (await startAsked('restock')).started;
-  await popup.click('#consent-list .consent-hours');
+  await answer('consent-hours');
   await latchkey(agentEnv, ['session', 'stop', (await hour).id]);
+  // Nobody answers: the start returns only because the allowance holds.
   const unasked = await latchkey(agentEnv, ['session', 'start']);
+  assert.equal(unasked.phase, 'open');
   assert.equal(await prompts().count(), 0);
   await latchkey(agentEnv, ['session', 'stop', unasked.id]);
   await waitFor(async () => (await popup.locator('#allowances li').count()) === 1, 5_000, 'the allowance listed');
@@ -75,7 +86,7 @@ test('a policy that asks: the person allows once, denies, allows for an hour, th
   await popup.click('#allowances .withdraw');
   await waitFor(async () => (await popup.locator('#allowances li').count()) === 0, 5_000, 'the allowance withdrawn');
   const askedAgain = (await startAsked()).started;
-  await popup.click('#consent-list .consent-deny');
+  await answer('consent-deny');
   await assert.rejects(askedAgain);
 
   const audit = await api(stack.daemon.url, stack.daemon.token, 'GET', '/v1/admin/audit?limit=50');
