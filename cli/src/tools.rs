@@ -13,7 +13,7 @@ use crate::args::{TabCommand, ToolCommand};
 use crate::client::ApiClient;
 use crate::error::CliError;
 use crate::ids::{IdKind, resolve};
-use crate::output::{cell, lines, out};
+use crate::output::{cell, lines, note, out};
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     crate::output::json(value);
@@ -102,6 +102,21 @@ fn request(cmd: &ToolCommand) -> Result<(String, Map<String, Value>), CliError> 
                 ("tab_id", tab(t)),
             ]),
         ),
+        ToolCommand::Html {
+            target: t,
+            max_bytes,
+            tab: tb,
+        } => {
+            let reference = t.as_deref().map(|t| element_ref("html", t)).transpose()?;
+            (
+                "tool.get_html".into(),
+                obj(&[
+                    ("ref", reference),
+                    ("max_bytes", max_bytes.map(|m| json!(m))),
+                    ("tab_id", tab(tb)),
+                ]),
+            )
+        }
         ToolCommand::Click { target: t } => ("tool.click".into(), with_target(Map::new(), t)),
         ToolCommand::Hover { target: t } => ("tool.hover".into(), with_target(Map::new(), t)),
         ToolCommand::Fill { target: t, value } => (
@@ -124,20 +139,12 @@ fn request(cmd: &ToolCommand) -> Result<(String, Map<String, Value>), CliError> 
         ),
         ToolCommand::Screenshot { target: t, .. } => (
             "tool.screenshot".into(),
-            match t {
-                // The protocol crops a screenshot to an element ref only: a CSS
-                // selector would be ignored and the whole page captured.
-                Some(t) => match target(t) {
-                    ("ref", r) => obj(&[("ref", Some(r))]),
-                    _ => {
-                        return Err(CliError::Config(format!(
-                            "screenshot --target takes an element ref such as e12 (from `latchkey snapshot`), not {:?}: the protocol has no selector for screenshots",
-                            cell(t)
-                        )));
-                    }
-                },
-                None => Map::new(),
-            },
+            obj(&[(
+                "ref",
+                t.as_deref()
+                    .map(|t| element_ref("screenshot", t))
+                    .transpose()?,
+            )]),
         ),
         ToolCommand::Evaluate { expression } => (
             "tool.evaluate".into(),
@@ -160,6 +167,19 @@ fn request(cmd: &ToolCommand) -> Result<(String, Map<String, Value>), CliError> 
             (method.clone(), map)
         }
     })
+}
+
+/// `--target` of a command whose method narrows to an element ref only
+/// (`screenshot`, `html`): the protocol has no selector there, and a browser
+/// would answer one with the whole page, so a selector is refused here.
+fn element_ref(command: &str, t: &str) -> Result<Value, CliError> {
+    match target(t) {
+        ("ref", r) => Ok(r),
+        _ => Err(CliError::Config(format!(
+            "{command} --target takes an element ref such as e12 (from `latchkey snapshot`), not {:?}: the protocol has no selector for it",
+            cell(t)
+        ))),
+    }
 }
 
 pub async fn tool(
@@ -207,8 +227,18 @@ pub async fn tool(
     if json {
         return print_json(&result);
     }
-    match (&cmd, result.get("text").and_then(Value::as_str)) {
-        (ToolCommand::Snapshot { .. }, Some(text)) => out!("{}", lines(text)),
+    let text = |field: &str| result.get(field).and_then(Value::as_str);
+    match (&cmd, text("text"), text("html")) {
+        (ToolCommand::Snapshot { .. }, Some(text), _) => out!("{}", lines(text)),
+        (ToolCommand::Html { .. }, _, Some(html)) => {
+            out!("{}", lines(html));
+            if result.get("truncated").and_then(Value::as_bool) == Some(true) {
+                note!(
+                    "latchkey: the HTML was cut at the limit ({} bytes in all); --max-bytes sets it",
+                    cell(&result["byte_size"].to_string())
+                );
+            }
+        }
         _ => print_json(&result)?,
     }
     Ok(())
@@ -308,6 +338,15 @@ mod tests {
             &["select", "e4", "a", "b"],
             &["hover", "e5"],
             &["screenshot", "--out", "x.png", "--target", "e6"],
+            &[
+                "html",
+                "--target",
+                "e7",
+                "--max-bytes",
+                "4096",
+                "--tab",
+                "4",
+            ],
             &["evaluate", "1 + 2"],
             &["wait-for-navigation", "--wait-until", "commit"],
             &[

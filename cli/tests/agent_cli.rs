@@ -27,6 +27,9 @@ async fn agent_commands_reach_the_browser() {
             "tool.snapshot" => Some(Action::Reply(
                 json!({"text": "- heading \"Welcome\"\n- button \"Sign in\" @e1", "ref_count": 1, "tab_id": 3}),
             )),
+            "tool.get_html" => Some(Action::Reply(
+                json!({"html": "<p>Hi\u{1b}[31m there</p>", "truncated": true, "byte_size": 9000, "tab_id": 3}),
+            )),
             "tool.screenshot" => Some(Action::Reply(
                 json!({"image_base64": png_b64, "width": 8, "height": 6, "format": "png", "tab_id": 3}),
             )),
@@ -189,6 +192,11 @@ async fn agent_commands_reach_the_browser() {
             json!({"limit": 5}),
         ),
         (
+            vec!["html", "--target", "@e7", "--max-bytes", "4096"],
+            "tool.get_html",
+            json!({"ref": "e7", "max_bytes": 4096}),
+        ),
+        (
             vec!["screenshot", "--out", shot_s.as_str()],
             "tool.screenshot",
             json!({}),
@@ -218,6 +226,23 @@ async fn agent_commands_reach_the_browser() {
     let r = latchkey(cfg, &env_s, &["snapshot"]).await;
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("button \"Sign in\" @e1"), "{}", r.stdout);
+
+    // Human html output is the HTML, made safe for a terminal, with a note on
+    // stderr when it was cut; a selector is refused before anything is sent.
+    let r = latchkey(cfg, &env_s, &["html"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("<p>Hi"), "{}", r.stdout);
+    assert!(!r.stdout.contains('\u{1b}'), "{:?}", r.stdout);
+    assert!(
+        r.stderr.contains("cut at the limit (9000 bytes"),
+        "{}",
+        r.stderr
+    );
+    let sent = browser.received().len();
+    let r = latchkey(cfg, &env_s, &["html", "--target", "#main"]).await;
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("takes an element ref"), "{}", r.stderr);
+    assert_eq!(browser.received().len(), sent, "nothing was sent");
 
     // The browser's detail (`data.reason`) reaches the agent, in JSON and in text.
     let r = latchkey(cfg, &env_s, &["--json", "hover", "e9"]).await;

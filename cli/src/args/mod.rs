@@ -198,6 +198,18 @@ pub enum ToolCommand {
         #[arg(long)]
         tab: Option<i64>,
     },
+    /// The page's HTML (or one element's, with --target), cut at --max-bytes.
+    Html {
+        /// An element ref from `latchkey snapshot` (e12 or @e12): that element's own HTML.
+        #[arg(long)]
+        target: Option<String>,
+        /// Cut the HTML at this many bytes (the extension's own limit otherwise).
+        #[arg(long)]
+        max_bytes: Option<u32>,
+        /// A tab of the session instead of the active one.
+        #[arg(long)]
+        tab: Option<i64>,
+    },
     /// Click a ref (e12 or @e12) or a CSS selector.
     Click {
         /// An element ref from `latchkey snapshot` (e12 or @e12), or a CSS selector.
