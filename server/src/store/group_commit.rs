@@ -4,6 +4,10 @@
 //! one commit runs, the next batch gathers, so the commit rate follows the store's
 //! speed with no timer. The audit trail ([`crate::audit`]) says what its rows hold;
 //! this only writes them.
+//!
+//! The writer runs on a thread of its own at a lower priority, not on the
+//! runtime's threads, so a commit never takes a core from the calls being
+//! relayed ([`super::commit_thread`]).
 
 use std::sync::Arc;
 
@@ -58,11 +62,17 @@ const MAX_BATCH: usize = 4096;
 pub const BACKGROUND_LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl GroupCommit {
-    /// Starts the writer on the current runtime.
+    /// Starts the writer on a thread of its own ([`super::commit_thread`]); its
+    /// statements run on the current runtime's I/O and timers. Where no thread
+    /// can be started, the writer runs as a task on the runtime instead.
     pub fn start(store: Arc<dyn Store>) -> Self {
         let (urgent, urgent_queue) = mpsc::channel(WRITER_QUEUE);
         let (background, background_queue) = mpsc::channel(WRITER_QUEUE);
-        tokio::spawn(group_commit(store.clone(), urgent_queue, background_queue));
+        let queues = Queues {
+            urgent: urgent_queue,
+            background: background_queue,
+        };
+        super::commit_thread::spawn_writer(store.clone(), queues);
         Self {
             store,
             urgent,
@@ -128,51 +138,68 @@ impl GroupCommit {
     }
 }
 
-/// The writer: takes whatever is queued, urgent rows first (up to [`MAX_BATCH`]),
-/// commits it in one transaction and answers every waiter. While one commit runs
-/// the next batch gathers, so the commit rate follows the store's speed with no
-/// timer.
-async fn group_commit(
-    store: Arc<dyn Store>,
-    mut urgent: mpsc::Receiver<Pending>,
-    mut background: mpsc::Receiver<Pending>,
-) {
-    loop {
-        let (first, urgent_first) = tokio::select! {
-            biased;
-            Some(p) = urgent.recv() => (p, true),
-            Some(p) = background.recv() => (p, false),
-            else => break,
-        };
-        let linger = lingers(&first, urgent_first, urgent.len() + background.len());
-        let mut batch = vec![first];
-        if linger {
-            gather(&mut batch, &mut urgent).await;
+/// The writer's two queues, urgent first.
+pub(super) struct Queues {
+    urgent: mpsc::Receiver<Pending>,
+    background: mpsc::Receiver<Pending>,
+}
+
+/// Rows taken from the queues for one commit.
+pub(super) struct Batch(Vec<Pending>);
+
+/// The writer as a task: takes whatever is queued, urgent rows first (up to
+/// [`MAX_BATCH`]), commits it in one transaction and answers every waiter.
+/// While one commit runs the next batch gathers, so the commit rate follows
+/// the store's speed with no timer.
+pub(super) async fn group_commit(store: Arc<dyn Store>, mut queues: Queues) {
+    while let Some(batch) = next_batch(&mut queues).await {
+        commit_batch(store.as_ref(), batch).await;
+    }
+}
+
+/// The next batch, once a row is queued ([`lingers`] says whether it waits for
+/// company); `None` once every sender is gone.
+pub(super) async fn next_batch(queues: &mut Queues) -> Option<Batch> {
+    let Queues { urgent, background } = queues;
+    let (first, urgent_first) = tokio::select! {
+        biased;
+        Some(p) = urgent.recv() => (p, true),
+        Some(p) = background.recv() => (p, false),
+        else => return None,
+    };
+    let linger = lingers(&first, urgent_first, urgent.len() + background.len());
+    let mut batch = vec![first];
+    if linger {
+        gather(&mut batch, urgent).await;
+    }
+    take_queued(&mut batch, urgent, background);
+    Some(Batch(batch))
+}
+
+/// Commit a batch in one transaction and answer everyone waiting on it.
+pub(super) async fn commit_batch(store: &dyn Store, batch: Batch) {
+    // The rows move into the commit; what stays is who waits on them.
+    let mut seen: Vec<DeviceSeen> = Vec::new();
+    let mut events: Vec<NewAuditEvent> = Vec::with_capacity(batch.0.len());
+    let mut waiting = Vec::new();
+    let mut only_queued = false;
+    for p in batch.0 {
+        seen.extend(p.seen);
+        events.extend(p.event);
+        match p.done {
+            Some(done) => waiting.push(done),
+            None => only_queued = true,
         }
-        take_queued(&mut batch, &mut urgent, &mut background);
-        // The rows move into the commit; what stays is who waits on them.
-        let mut seen: Vec<DeviceSeen> = Vec::new();
-        let mut events: Vec<NewAuditEvent> = Vec::with_capacity(batch.len());
-        let mut waiting = Vec::new();
-        let mut only_queued = false;
-        for p in batch {
-            seen.extend(p.seen);
-            events.extend(p.event);
-            match p.done {
-                Some(done) => waiting.push(done),
-                None => only_queued = true,
-            }
-        }
-        let result = store.record_activity(&seen, &events).await;
-        if let Err(e) = &result
-            && only_queued
-        {
-            // Nobody waits on a queued row to hear of its failure.
-            tracing::error!(error = %e, rows = events.len(), "audit rows could not be written");
-        }
-        for done in waiting {
-            let _ = done.send(result.clone());
-        }
+    }
+    let result = store.record_activity(&seen, &events).await;
+    if let Err(e) = &result
+        && only_queued
+    {
+        // Nobody waits on a queued row to hear of its failure.
+        tracing::error!(error = %e, rows = events.len(), "audit rows could not be written");
+    }
+    for done in waiting {
+        let _ = done.send(result.clone());
     }
 }
 

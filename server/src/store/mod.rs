@@ -12,6 +12,7 @@
 mod audit_chain;
 pub mod audit_keeping;
 mod audit_reads;
+pub mod commit_thread;
 mod console_sessions;
 mod delegations;
 mod error;

@@ -76,6 +76,11 @@ impl PostgresStore {
             None,
         ))
     }
+
+    /// [`Self::begin_write`]: PostgreSQL runs the statements in its own processes.
+    async fn begin_group_commit(&self) -> Result<super::write_tx::WriteTx<Postgres>, sqlx::Error> {
+        self.begin_write().await
+    }
 }
 
 impl_sql_audit_chain!(PostgresStore);

@@ -140,7 +140,7 @@ macro_rules! impl_sql_batches {
             // A storm commits thousands of rows at once: one statement per
             // chunk, not per row (each statement is a round trip to the
             // store's worker).
-            let mut tx = store.begin_write().await?;
+            let mut tx = store.begin_group_commit().await?;
             for chunk in $crate::store::sql_batches::statement_chunks(seen) {
                 if <$store as $crate::store::sql::Backend>::ROW_LOCKS {
                     // The UPDATE below locks rows in whatever order its plan

@@ -33,6 +33,9 @@ pub const SQLITE_MAX_CONNECTIONS: u32 = 8;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The group commit's own connection, whose SQLite thread runs at a lower
+    /// priority than the threads that relay calls (store/commit_thread.rs).
+    group_commit: SqlitePool,
     /// This process's writers, in turn (store/write_tx.rs).
     writers: WriteQueue,
 }
@@ -66,6 +69,29 @@ impl SqliteStore {
                 path.display()
             ))
         };
+        // The group commit's own connection, made now and kept: its SQLite thread
+        // runs at a lower priority (store/commit_thread.rs), which a connection
+        // of the shared pool, serving the reads a peer waits on, must not.
+        let group_commit = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(|_conn, _meta| {
+                Box::pin(async {
+                    super::commit_thread::lower_sqlite_threads();
+                    Ok(())
+                })
+            })
+            .after_release(|conn, _meta| Box::pin(super::release_clean(conn)))
+            .connect_with(
+                options
+                    .clone()
+                    .thread_name(super::commit_thread::sqlite_thread_name),
+            )
+            .await
+            .map_err(unreadable)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(SQLITE_MAX_CONNECTIONS)
             .acquire_timeout(Duration::from_secs(5))
@@ -81,6 +107,7 @@ impl SqliteStore {
             .map_err(unreadable)?;
         Ok(Self {
             pool,
+            group_commit,
             writers: WriteQueue::default(),
         })
     }
@@ -90,6 +117,13 @@ impl SqliteStore {
     async fn begin_write(&self) -> Result<WriteTx<Sqlite>, sqlx::Error> {
         let turn = self.writers.turn().await?;
         let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx::new(tx, Some(turn)))
+    }
+
+    /// [`Self::begin_write`] on the group commit's own connection.
+    async fn begin_group_commit(&self) -> Result<WriteTx<Sqlite>, sqlx::Error> {
+        let turn = self.writers.turn().await?;
+        let tx = self.group_commit.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx::new(tx, Some(turn)))
     }
 }
