@@ -151,11 +151,12 @@ async fn close_code_after(mut stream: TcpStream, bytes: &[u8]) -> Option<u16> {
     }
 }
 
+/// The store's SQLite connections (the shared pool's and the group commit's),
+/// each holding the database and its WAL, and the shared-memory index.
+const STORE_FDS_MAX: usize = latchkey_server::store::SQLITE_MAX_CONNECTIONS as usize * 2 + 1;
+
 /// Half of every case's count (round 0 takes the odd one), `WORKERS` at a time, one
 /// device per worker. Returns how many frames were sent.
-/// The SQLite pool's connections, each holding the database and its WAL, and the
-/// shared-memory index.
-const STORE_FDS_MAX: usize = latchkey_server::store::SQLITE_MAX_CONNECTIONS as usize * 2 + 1;
 
 async fn barrage(addr: &str, tokens: &[String], round: usize) -> usize {
     let mut sent = 0;

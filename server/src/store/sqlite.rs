@@ -27,7 +27,8 @@ use super::write_tx::{WriteQueue, WriteTx};
 
 /// File name of the database inside the data directory.
 pub const SQLITE_FILE: &str = "latchkey.sqlite3";
-/// Pooled connections at most: one writer at a time (SQLite's lock) and readers.
+/// Connections to the file at most, in all: the group commit's own one and the
+/// shared pool's (one writer at a time, SQLite's lock, and readers).
 pub const SQLITE_MAX_CONNECTIONS: u32 = 8;
 
 #[derive(Debug, Clone)]
@@ -93,7 +94,7 @@ impl SqliteStore {
             .await
             .map_err(unreadable)?;
         let pool = SqlitePoolOptions::new()
-            .max_connections(SQLITE_MAX_CONNECTIONS)
+            .max_connections(SQLITE_MAX_CONNECTIONS - 1)
             .acquire_timeout(Duration::from_secs(5))
             .after_release(|conn, _meta| Box::pin(super::release_clean(conn)))
             .connect_with(options)
