@@ -157,7 +157,6 @@ const STORE_FDS_MAX: usize = latchkey_server::store::SQLITE_MAX_CONNECTIONS as u
 
 /// Half of every case's count (round 0 takes the odd one), `WORKERS` at a time, one
 /// device per worker. Returns how many frames were sent.
-
 async fn barrage(addr: &str, tokens: &[String], round: usize) -> usize {
     let mut sent = 0;
     for case in cases() {
