@@ -102,14 +102,19 @@ async fn an_admin_adds_follows_and_removes_an_endpoint(backend: Backend) {
         .await
         .expect("token");
     assert!(wait_until(Duration::from_secs(10), || async { receiver.seen() >= 1 }).await);
+    // The receiver has it; the delivery log is written once its answer is read,
+    // so the page is read until it shows it.
     let path = format!("/console/webhooks/{id}");
+    let logged = |page: &str| page.contains("token.create") && page.contains("HTTP 204");
+    assert!(
+        wait_until(Duration::from_secs(10), || async {
+            logged(&web.get(&path).await.expect("page").body)
+        })
+        .await
+    );
     let detail = web.get(&path).await.expect("page");
     assert_eq!(detail.status, 200, "{}", detail.body);
-    assert!(
-        detail.body.contains("token.create") && detail.body.contains("HTTP 204"),
-        "{}",
-        detail.body
-    );
+    assert!(logged(&detail.body), "{}", detail.body);
     let seq_at = detail
         .body
         .find(r#"name="seq" value=""#)
@@ -126,11 +131,14 @@ async fn an_admin_adds_follows_and_removes_an_endpoint(backend: Backend) {
     assert_eq!(again.status, 303, "{}", again.body);
     assert!(wait_until(Duration::from_secs(10), || async { receiver.seen() >= 2 }).await);
     assert!(
-        web.get(&path)
-            .await
-            .expect("page")
-            .body
-            .contains("again, by hand")
+        wait_until(Duration::from_secs(10), || async {
+            web.get(&path)
+                .await
+                .expect("page")
+                .body
+                .contains("again, by hand")
+        })
+        .await
     );
 
     // Members and forged forms change nothing.
