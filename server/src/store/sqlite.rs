@@ -116,15 +116,17 @@ impl SqliteStore {
     /// The writer's turn first, then SQLite's lock (`BEGIN IMMEDIATE`), held to the
     /// end of the transaction.
     async fn begin_write(&self) -> Result<WriteTx<Sqlite>, sqlx::Error> {
-        let turn = self.writers.turn().await?;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok(WriteTx::new(tx, Some(turn)))
+        self.begin_write_on(&self.pool).await
     }
 
     /// [`Self::begin_write`] on the group commit's own connection.
     async fn begin_group_commit(&self) -> Result<WriteTx<Sqlite>, sqlx::Error> {
+        self.begin_write_on(&self.group_commit).await
+    }
+
+    async fn begin_write_on(&self, pool: &SqlitePool) -> Result<WriteTx<Sqlite>, sqlx::Error> {
         let turn = self.writers.turn().await?;
-        let tx = self.group_commit.begin_with("BEGIN IMMEDIATE").await?;
+        let tx = pool.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx::new(tx, Some(turn)))
     }
 }
