@@ -6,11 +6,11 @@ use super::Results;
 use crate::idle::kib;
 use crate::stats::{RoundSpread, ms};
 
-struct Goal {
-    what: &'static str,
-    target: String,
-    measured: String,
-    met: Option<bool>,
+pub(super) struct Goal {
+    pub(super) what: &'static str,
+    pub(super) target: String,
+    pub(super) measured: String,
+    pub(super) met: Option<bool>,
 }
 
 fn verdict(met: Option<bool>) -> &'static str {
@@ -62,6 +62,8 @@ pub(super) fn section(md: &mut String, r: &Results) {
             .unwrap_or_default(),
         met: rv.and_then(|x| x.token_p99_us.map(|p99| p99 <= 5000)),
     });
+    goals.push(super::audit_mcp::audited_calls(r));
+    goals.push(super::audit_mcp::mcp(r));
     md.push_str("## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
     for g in goals {
         let _ = writeln!(
@@ -83,7 +85,7 @@ pub(super) fn section(md: &mut String, r: &Results) {
 }
 
 /// "median M× (min–max, N rounds)" of a spread.
-fn spread(s: &RoundSpread) -> String {
+pub(super) fn spread(s: &RoundSpread) -> String {
     format!(
         "median {:.2}× ({:.2}–{:.2}, {} rounds)",
         s.median, s.min, s.max, s.rounds

@@ -3,6 +3,7 @@
 //! reproduce it, each goal against its measured figure, and the hand-written notes
 //! (load-tests/notes.md: what each change bought) at the end.
 
+mod audit_mcp;
 mod goals;
 mod sections;
 
@@ -12,9 +13,11 @@ use std::path::Path;
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 
+use crate::audit_writer::AuditWriterReport;
 use crate::handshake::HandshakeReport;
 use crate::idle::IdleReport;
 use crate::latency::LatencyReport;
+use crate::mcp_path::McpReport;
 use crate::payload::PayloadReport;
 use crate::procfs::Machine;
 use crate::revoke::RevokeReport;
@@ -32,6 +35,9 @@ pub(super) struct Results {
     pub(super) storm: Option<StormReport>,
     pub(super) revoke: Option<RevokeReport>,
     pub(super) revoke_pg: Option<RevokeReport>,
+    pub(super) mcp: Option<McpReport>,
+    pub(super) audit_sqlite: Option<AuditWriterReport>,
+    pub(super) audit_pg: Option<AuditWriterReport>,
 }
 
 fn load<T: DeserializeOwned>(dir: &Path, name: &str) -> anyhow::Result<Option<T>> {
@@ -56,6 +62,9 @@ pub fn write(input: &Path, output: &Path, notes: &Path) -> anyhow::Result<()> {
         storm: load(input, "storm")?,
         revoke: load(input, "revoke")?,
         revoke_pg: load(input, "revoke-postgres")?,
+        mcp: load(input, "mcp")?,
+        audit_sqlite: load(input, "audit-writer-sqlite")?,
+        audit_pg: load(input, "audit-writer-postgres")?,
     };
     let charts = output
         .parent()
@@ -83,6 +92,8 @@ pub fn write(input: &Path, output: &Path, notes: &Path) -> anyhow::Result<()> {
     sections::handshake(&mut md, &r);
     sections::storm(&mut md, &r, &charts)?;
     sections::revoke(&mut md, &r);
+    audit_mcp::audit_writer_section(&mut md, &r);
+    audit_mcp::mcp_section(&mut md, &r);
     if let Ok(text) = std::fs::read_to_string(notes) {
         md.push_str(&text);
     }
@@ -116,6 +127,7 @@ fn machines(r: &Results) -> Vec<(&'static str, Machine)> {
         "revoke (PostgreSQL)",
         r.revoke_pg.as_ref().and_then(|x| x.machine.as_ref()),
     );
+    add("mcp", r.mcp.as_ref().map(|x| &x.machine));
     out
 }
 
@@ -131,13 +143,14 @@ fn machine_section(md: &mut String, r: &Results) {
         );
     }
     md.push_str(
-        "Reproduce (about 15 minutes; `ulimit -n` must allow 20,000 descriptors):\n\n\
+        "Reproduce (about 20 minutes; `ulimit -n` must allow 20,000 descriptors):\n\n\
          ```sh\n\
          cargo build --release -p latchkey-load\n\
          L=./target/release/latchkey-load\n\
          $L idle --pin && $L latency && $L throughput --pin && $L payload --pin\n\
          $L handshake --pin && $L storm --pin\n\
          $L revoke && $L revoke --postgres\n\
+         $L mcp --pin && $L audit-writer && $L audit-writer --postgres\n\
          $L report    # target/load-results/*.json → docs/benchmarks.md and docs/benchmarks/*.svg\n\
          ```\n\n\
          To see where latchkeyd's time or memory goes, start it under a profiler, e.g.\n\
@@ -146,17 +159,11 @@ fn machine_section(md: &mut String, r: &Results) {
     );
     md.push_str("| scenario | run at | pinned | command |\n| --- | --- | --- | --- |\n");
     for (name, m) in &all {
-        let command = m
-            .command
-            .split_whitespace()
-            .enumerate()
-            .map(|(i, w)| {
-                if i == 0 {
-                    w.rsplit('/').next().unwrap_or(w)
-                } else {
-                    w
-                }
-            })
+        // The program by its package's name, wherever the binary was run
+        // from (a copy in /tmp keeps a build's binary while the next builds).
+        let args: Vec<&str> = m.command.split_whitespace().skip(1).collect();
+        let command = std::iter::once("latchkey-load")
+            .chain(args)
             .collect::<Vec<_>>()
             .join(" ");
         let pinned = if m.pinned { "yes" } else { "no" };
