@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::agents::{self, CallKind, LoopResult};
 use crate::procfs::{Machine, machine};
-use crate::stats::{Summary, ms, summarize};
+use crate::stats::{RoundSpread, Summary, ms, summarize};
 use crate::target::{Latchkeyd, ServerOptions};
 use crate::throughput::Point;
 
@@ -34,9 +34,15 @@ pub struct McpReport {
     /// One call at a time on the HTTP API (`POST /v1/sessions/{id}/calls`), for
     /// what a request per call costs without MCP.
     pub http: Summary,
-    /// MCP / agent socket.
+    /// MCP / agent socket over all calls of the latency rounds.
     pub p50_ratio: f64,
     pub p99_ratio: f64,
+    /// MCP / agent socket, p50 and p99 of each latency round (the goal's figure is
+    /// the p50s' median); absent in runs from before the rounds were kept.
+    #[serde(default)]
+    pub rounds_p50: Option<RoundSpread>,
+    #[serde(default)]
+    pub rounds_p99: Option<RoundSpread>,
     pub points: Vec<Point>,
     /// MCP / agent socket, calls per server core, at `concurrency`.
     pub ratio_per_core: f64,
@@ -173,11 +179,19 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let round = Duration::from_secs_f64(seconds / ROUNDS as f64);
     let (mut socket, mut mcp) = (LoopResult::default(), LoopResult::default());
     let mut http = Vec::new();
+    let (mut rounds_p50, mut rounds_p99) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        socket.then(
-            agents::closed_loop(&mut pairs.agents[..1], 1, round, 150, CallKind::Navigate).await?,
+        let on_socket =
+            agents::closed_loop(&mut pairs.agents[..1], 1, round, 150, CallKind::Navigate).await?;
+        let on_mcp = mcp_loop(&clients[..1], round).await?;
+        let (s, m) = (
+            summarize(on_socket.latencies.clone()),
+            summarize(on_mcp.latencies.clone()),
         );
-        mcp.then(mcp_loop(&clients[..1], round).await?);
+        rounds_p50.push(m.p50_us as f64 / s.p50_us.max(1) as f64);
+        rounds_p99.push(m.p99_us as f64 / s.p99_us.max(1) as f64);
+        socket.then(on_socket);
+        mcp.then(on_mcp);
         let end = Instant::now() + round;
         while Instant::now() < end {
             let sent = Instant::now();
@@ -256,6 +270,8 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         seconds,
         p50_ratio: mcp.p50_us as f64 / socket.p50_us.max(1) as f64,
         p99_ratio: mcp.p99_us as f64 / socket.p99_us.max(1) as f64,
+        rounds_p50: RoundSpread::of(rounds_p50),
+        rounds_p99: RoundSpread::of(rounds_p99),
         socket,
         mcp,
         http,
@@ -301,4 +317,10 @@ pub fn print(r: &McpReport) {
         "MCP / agent WS: p50 {:.2}x, p99 {:.2}x, {:.2}x per server core",
         r.p50_ratio, r.p99_ratio, r.ratio_per_core
     );
+    if let (Some(p50), Some(p99)) = (&r.rounds_p50, &r.rounds_p99) {
+        println!(
+            "median of {} rounds: p50 {:.2}x ({:.2}-{:.2}), p99 {:.2}x ({:.2}-{:.2})",
+            p50.rounds, p50.median, p50.min, p50.max, p99.median, p99.min, p99.max
+        );
+    }
 }

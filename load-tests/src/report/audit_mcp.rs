@@ -47,19 +47,25 @@ pub(super) fn audited_calls(r: &Results) -> Goal {
 /// MCP against the agent WebSocket on the same server: p50 one call at a time,
 /// calls per server core with many in flight.
 pub(super) fn mcp(r: &Results) -> Goal {
-    let m = r.mcp.as_ref();
+    // The rounds' median; a run from before the rounds has only the pooled ratio.
+    let p50 = r.mcp.as_ref().map(|m| {
+        m.rounds_p50.as_ref().map_or(
+            (m.p50_ratio, format!("{:.2}× (pooled)", m.p50_ratio)),
+            |s| (s.median, spread(s)),
+        )
+    });
+    let per_core = r.mcp.as_ref().map(|m| m.ratio_per_core);
     Goal {
         what: "MCP tool call (`/mcp`) / agent WebSocket call",
         target: "p50 ≤ 1.5×; calls per server core ≥ 0.5×".into(),
-        measured: m
-            .map(|m| {
-                format!(
-                    "p50 {:.2}× (pooled over 10 alternating rounds); per server core {:.2}×",
-                    m.p50_ratio, m.ratio_per_core
-                )
-            })
+        measured: p50
+            .as_ref()
+            .zip(per_core)
+            .map(|(p50, core)| format!("p50 {}; per server core {core:.2}×", p50.1))
             .unwrap_or_default(),
-        met: m.map(|m| m.p50_ratio <= 1.5 && m.ratio_per_core >= 0.5),
+        met: p50
+            .zip(per_core)
+            .map(|(p50, core)| p50.0 <= 1.5 && core >= 0.5),
     }
 }
 
@@ -139,7 +145,17 @@ pub(super) fn mcp_section(md: &mut String, r: &Results) {
     }
     let _ = writeln!(
         md,
-        "\nMCP / agent WebSocket: p50 {:.2}×, p99 {:.2}×, {:.2}× the calls per server core.\n",
+        "\nMCP / agent WebSocket over all calls: p50 {:.2}×, p99 {:.2}×; {:.2}× the calls per \
+         server core.",
         m.p50_ratio, m.p99_ratio, m.ratio_per_core
     );
+    if let (Some(p50), Some(p99)) = (&m.rounds_p50, &m.rounds_p99) {
+        let _ = writeln!(
+            md,
+            "Round by round (the goal's figure): p50 {}, p99 {}.",
+            spread(p50),
+            spread(p99)
+        );
+    }
+    md.push('\n');
 }
