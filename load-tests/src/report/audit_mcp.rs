@@ -8,7 +8,6 @@ use std::fmt::Write;
 
 use super::Results;
 use super::goals::{Goal, spread};
-use crate::stats::ms;
 
 /// The per-call audit row's budget: latchkeyd writes a row for every tool call
 /// in the latency and throughput scenarios, so their figures judge it (a looser
@@ -108,41 +107,19 @@ pub(super) fn mcp_section(md: &mut String, r: &Results) {
          every path) through `/mcp` by the official Rust SDK's client (stateless revision, \
          connections kept), through the HTTP API, and on the agent WebSocket, against one \
          latchkeyd with {} s per measure; one call at a time in 10 rounds taking turns, then \
-         calls in flight on each path with the server's CPU time from /proc.\n\n\
-         | path | p50 | p99 | p999 |\n| --- | --- | --- | --- |",
+         calls in flight on each path with the server's CPU time from /proc.\n",
         m.seconds
     );
-    for (name, s) in [
-        ("agent WebSocket", &m.socket),
-        ("HTTP API", &m.http),
-        ("MCP", &m.mcp),
-    ] {
-        let _ = writeln!(
-            md,
-            "| {name} | {} | {} | {} |",
-            ms(s.p50_us),
-            ms(s.p99_us),
-            ms(s.p999_us)
-        );
-    }
-    md.push_str(
-        "\n| path | in flight | calls/s | server CPU s | calls per server core-second | p50 | p99 | errors |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    super::sections::latency_table(
+        md,
+        &[
+            ("agent WebSocket", &m.socket),
+            ("HTTP API", &m.http),
+            ("MCP", &m.mcp),
+        ],
     );
-    for p in &m.points {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.2} | {:.0} | {} | {} | {} |",
-            p.target,
-            p.concurrency,
-            p.calls_per_sec,
-            p.server_cpu_secs,
-            p.calls_per_server_core,
-            ms(p.latency.p50_us),
-            ms(p.latency.p99_us),
-            p.errors
-        );
-    }
+    md.push('\n');
+    super::sections::point_table(md, "| path | in flight |", &m.points);
     let _ = writeln!(
         md,
         "\nMCP / agent WebSocket over all calls: p50 {:.2}×, p99 {:.2}×; {:.2}× the calls per \

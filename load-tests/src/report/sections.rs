@@ -81,21 +81,12 @@ pub(super) fn latency(md: &mut String, r: &Results, charts: &Path) -> anyhow::Re
          warm-up). latchkeyd runs in the generator's process here (testkit's TestServer).\n",
         l.payload_bytes, l.calls
     );
-    md.push_str("| path | p50 | p99 | p999 |\n| --- | --- | --- | --- |\n");
     let paths = [
         ("bare relay", &l.relay),
         ("latchkeyd agent WebSocket", &l.agent_socket),
         ("latchkeyd HTTP API", &l.http),
     ];
-    for (name, s) in paths {
-        let _ = writeln!(
-            md,
-            "| {name} | {} | {} | {} |",
-            ms(s.p50_us),
-            ms(s.p99_us),
-            ms(s.p999_us)
-        );
-    }
+    latency_table(md, &paths);
     let _ = writeln!(
         md,
         "\nAgent WebSocket / relay over all calls: p50 {:.2}×, p99 {:.2}×.",
@@ -148,21 +139,7 @@ pub(super) fn throughput(md: &mut String, r: &Results, charts: &Path) -> anyhow:
          core relays, independent of how the two cores were shared with the client.\n",
         t.seconds_per_point, t.pad_bytes
     );
-    md.push_str("| target | concurrency | calls/s | server CPU s | calls per server core-second | p50 | p99 | errors |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for p in &t.points {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.2} | {:.0} | {} | {} | {} |",
-            p.target,
-            p.concurrency,
-            p.calls_per_sec,
-            p.server_cpu_secs,
-            p.calls_per_server_core,
-            ms(p.latency.p50_us),
-            ms(p.latency.p99_us),
-            p.errors
-        );
-    }
+    point_table(md, "| target | concurrency |", &t.points);
     for o in &t.open_loop {
         let _ = writeln!(
             md,
@@ -230,6 +207,44 @@ pub(super) fn throughput(md: &mut String, r: &Results, charts: &Path) -> anyhow:
         },
     )?);
     Ok(())
+}
+
+/// A table of one-call-at-a-time latencies, a row per path.
+pub(super) fn latency_table(md: &mut String, paths: &[(&str, &crate::stats::Summary)]) {
+    md.push_str("| path | p50 | p99 | p999 |\n| --- | --- | --- | --- |\n");
+    for (name, s) in paths {
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} |",
+            ms(s.p50_us),
+            ms(s.p99_us),
+            ms(s.p999_us)
+        );
+    }
+}
+
+/// A table of closed-loop points, one row each; `head` names the first two
+/// columns (what ran, and how many calls it kept in flight).
+pub(super) fn point_table(md: &mut String, head: &str, points: &[crate::throughput::Point]) {
+    let _ = writeln!(
+        md,
+        "{head} calls/s | server CPU s | calls per server core-second | p50 | p99 | errors |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for p in points {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0} | {:.2} | {:.0} | {} | {} | {} |",
+            p.target,
+            p.concurrency,
+            p.calls_per_sec,
+            p.server_cpu_secs,
+            p.calls_per_server_core,
+            ms(p.latency.p50_us),
+            ms(p.latency.p99_us),
+            p.errors
+        );
+    }
 }
 
 pub(super) fn payload(md: &mut String, r: &Results) {
