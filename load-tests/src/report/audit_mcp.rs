@@ -7,30 +7,20 @@
 use std::fmt::Write;
 
 use super::Results;
-use super::goals::{Goal, spread};
+use super::goals::{Goal, median_or_pooled, spread};
 
 /// The per-call audit row's budget: latchkeyd writes a row for every tool call
 /// in the latency and throughput scenarios, so their figures judge it (a looser
 /// bound than the relay goals above, which the row must also fit in).
 pub(super) fn audited_calls(r: &Results) -> Goal {
-    let p99 = r.latency.as_ref().map(|l| {
-        l.rounds_p99.as_ref().map_or(
-            (
-                l.socket_p99_ratio,
-                format!("{:.2}× (pooled)", l.socket_p99_ratio),
-            ),
-            |s| (s.median, spread(s)),
-        )
-    });
-    let per_core = r.throughput.as_ref().map(|t| {
-        t.rounds_per_core.as_ref().map_or(
-            (
-                t.ratio_per_core,
-                format!("{:.2}× (pooled)", t.ratio_per_core),
-            ),
-            |s| (s.median, spread(s)),
-        )
-    });
+    let p99 = r
+        .latency
+        .as_ref()
+        .map(|l| median_or_pooled(l.rounds_p99.as_ref(), l.socket_p99_ratio));
+    let per_core = r
+        .throughput
+        .as_ref()
+        .map(|t| median_or_pooled(t.rounds_per_core.as_ref(), t.ratio_per_core));
     let measured = match (&p99, &per_core) {
         (Some(l), Some(t)) => format!("throughput per server core {}; latency p99 {}", t.1, l.1),
         _ => String::new(),
@@ -46,13 +36,10 @@ pub(super) fn audited_calls(r: &Results) -> Goal {
 /// MCP against the agent WebSocket on the same server: p50 one call at a time,
 /// calls per server core with many in flight.
 pub(super) fn mcp(r: &Results) -> Goal {
-    // The rounds' median; a run from before the rounds has only the pooled ratio.
-    let p50 = r.mcp.as_ref().map(|m| {
-        m.rounds_p50.as_ref().map_or(
-            (m.p50_ratio, format!("{:.2}× (pooled)", m.p50_ratio)),
-            |s| (s.median, spread(s)),
-        )
-    });
+    let p50 = r
+        .mcp
+        .as_ref()
+        .map(|m| median_or_pooled(m.rounds_p50.as_ref(), m.p50_ratio));
     let per_core = r.mcp.as_ref().map(|m| m.ratio_per_core);
     Goal {
         what: "MCP tool call (`/mcp`) / agent WebSocket call",

@@ -84,6 +84,14 @@ pub(super) fn section(md: &mut String, r: &Results) {
     );
 }
 
+/// A goal's figure and its text: the rounds' median with their spread, or for a
+/// run from before the rounds were kept, the pooled ratio, said as such.
+pub(super) fn median_or_pooled(rounds: Option<&RoundSpread>, pooled: f64) -> (f64, String) {
+    rounds.map_or((pooled, format!("{pooled:.2}× (pooled)")), |s| {
+        (s.median, spread(s))
+    })
+}
+
 /// "median M× (min–max, N rounds)" of a spread.
 pub(super) fn spread(s: &RoundSpread) -> String {
     format!(
@@ -120,15 +128,7 @@ fn latency(r: &Results) -> Goal {
 
 fn throughput(r: &Results) -> Goal {
     let tp = r.throughput.as_ref();
-    let ratio = tp.map(|t| {
-        t.rounds_per_core.as_ref().map_or(
-            (
-                t.ratio_per_core,
-                format!("{:.2}× (pooled)", t.ratio_per_core),
-            ),
-            |s| (s.median, spread(s)),
-        )
-    });
+    let ratio = tp.map(|t| median_or_pooled(t.rounds_per_core.as_ref(), t.ratio_per_core));
     // Calls that failed make any rate meaningless: they count against the goal.
     let errors = tp.map(|t| t.errors()).unwrap_or_default();
     Goal {
@@ -159,14 +159,7 @@ fn payload(r: &Results) -> Goal {
 
 fn handshakes(r: &Results) -> Goal {
     let hs = r.handshake.as_ref();
-    // The rounds' median; a run from before the rounds has only the pooled ratio.
-    let figure = hs.map(|h| match &h.rounds_per_core {
-        Some(s) => (s.median, spread(s)),
-        None => (
-            h.ratio_per_core,
-            format!("{:.2}× (pooled)", h.ratio_per_core),
-        ),
-    });
+    let figure = hs.map(|h| median_or_pooled(h.rounds_per_core.as_ref(), h.ratio_per_core));
     Goal {
         what: "Full TLS handshakes (ECDSA P-256, per server core)",
         target: "≥ 0.95×".into(),
