@@ -171,6 +171,22 @@ async fn calls_are_answered_alike_by_latchkey_and_by_the_sdk() {
     assert_eq!(browser.count("tool.snapshot"), 4);
     assert_eq!(browser.count("tool.click"), 4);
 
+    // A body the SDK reads but not in a plain call's exact shape (a key of the
+    // client's own) is the SDK's to answer, and it is answered.
+    let mut extra = json_of(&call_body(CURRENT, 50, "browser_snapshot", json!({})));
+    extra["x-client-trace"] = json!("t-1");
+    let (direct_before, sdk_before) = mcp.counts().await;
+    let (status, text) = mcp
+        .post(
+            &call_headers(CURRENT, "browser_snapshot"),
+            extra.to_string(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(json_of(&text)["result"]["isError"], json!(false), "{text}");
+    assert_eq!(mcp.counts().await, (direct_before, sdk_before + 1.0));
+    assert_eq!(browser.count("tool.snapshot"), 5);
+
     // What the SDK refuses is still refused, by the SDK, and nothing runs.
     let navigations = browser.count("tool.navigate");
     let navigate = || {

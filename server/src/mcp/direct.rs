@@ -10,8 +10,8 @@
 //!
 //! It takes only requests that pass every check the SDK makes, each checked here by
 //! the same rule and stricter where that is simpler (an `Origin` header, any
-//! parameter in `Accept`, a chunked body, a header in Base64 or an unknown version
-//! all go to the SDK). Anything else, and every other method, goes to the SDK unchanged,
+//! parameter in `Accept`, a chunked body, a header in Base64, an unknown version or
+//! a body of any shape but a plain call's, [`call_body`], all go to the SDK). Anything else, and every other method, goes to the SDK unchanged,
 //! with the body it sent. So nothing the SDK refuses is accepted here, and what it
 //! accepts is answered alike: `tests/mcp_direct.rs` sends each request both ways and
 //! compares the answers.
@@ -25,11 +25,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use latchkey_protocol::tools::mcp::mcp_tool;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolResponse, JsonObject, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio_util::sync::CancellationToken;
 
+use super::call_body::{self, ToolCall};
 use super::handler::{LatchkeyMcp, caller_in};
 
 const JSON: &str = "application/json";
@@ -103,10 +103,10 @@ fn host_allowed(hosts: &[(String, Option<u16>)], headers: &HeaderMap) -> bool {
     let Ok(authority) = axum::http::uri::Authority::try_from(host) else {
         return false;
     };
-    let (name, port) = (normal_host(authority.host()), authority.port_u16());
+    let (name, port) = (unbracketed(authority.host()), authority.port_u16());
     hosts
         .iter()
-        .any(|(h, p)| *h == name && p.is_none_or(|p| Some(p) == port))
+        .any(|(h, p)| h.eq_ignore_ascii_case(name) && p.is_none_or(|p| Some(p) == port))
 }
 
 /// The layer: a catalogue tool's call that passes every check is answered here;
@@ -122,11 +122,9 @@ pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) 
         // sending: there is no one to answer.
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let call = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes)
-        .ok()
-        .and_then(|message| passing_call(&parts.headers, message));
+    let call = call_body::read(&bytes).and_then(|call| passing_call(&parts.headers, call));
     let caller = caller_in(&parts).ok();
-    let (Some((id, method, params)), Some((principal, caller))) = (call, caller) else {
+    let (Some((id, method, arguments)), Some((principal, caller))) = (call, caller) else {
         crate::telemetry::metrics::mcp_request("sdk");
         return next
             .run(Request::from_parts(parts, Body::from(bytes)))
@@ -142,7 +140,7 @@ pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) 
             &principal,
             &caller,
             method,
-            params.arguments.unwrap_or_default(),
+            arguments.unwrap_or_default(),
             &never,
         )
         .await;
@@ -182,16 +180,13 @@ fn json_answer(message: &ServerJsonRpcMessage) -> Response {
 /// The body checks the SDK makes, for a call of a catalogue tool: the version in
 /// `_meta` and in the header agree (with every key 2026-07-28 requires), and from
 /// 2026-07-28 on the `Mcp-Method` and `Mcp-Name` headers name this call. A call
-/// that passes comes back as its id, the catalogue method and its params.
+/// that passes comes back as its id, the catalogue method and its arguments.
 fn passing_call(
     headers: &HeaderMap,
-    message: ClientJsonRpcMessage,
-) -> Option<(RequestId, &'static str, CallToolRequestParams)> {
-    let ClientJsonRpcMessage::Request(call) = message else {
-        return None;
-    };
+    call: ToolCall,
+) -> Option<(RequestId, &'static str, Option<JsonObject>)> {
     let header = version_header(headers);
-    let meta = call.request.get_meta();
+    let meta = &call.meta;
     let versions_agree = match (meta.protocol_version(), header) {
         (None, None) => true,
         (None, Some(h)) => h < ProtocolVersion::V_2026_07_28.as_str(),
@@ -204,20 +199,15 @@ fn passing_call(
         }
         (Some(_), None) => false,
     };
-    let ClientRequest::CallToolRequest(request) = call.request else {
-        return None;
-    };
-    let params = request.params;
-    let named = mcp_tool(&params.name)?;
+    let named = mcp_tool(&call.name)?;
     let needs_headers = header.is_some_and(|h| h >= ProtocolVersion::STANDARD_HEADERS.as_str());
     let headers_agree = !needs_headers
         || (one_value(headers, MCP_METHOD) == Some("tools/call")
-            && one_value(headers, MCP_NAME) == Some(params.name.as_ref())
+            && one_value(headers, MCP_NAME) == Some(call.name.as_str())
             && !headers
                 .keys()
                 .any(|k| k.as_str().starts_with(MCP_PARAM_PREFIX)));
-    let plain = params.input_responses.is_none() && params.request_state.is_none();
-    (versions_agree && headers_agree && plain).then_some((call.id, named.method, params))
+    (versions_agree && headers_agree).then_some((call.id, named.method, call.arguments))
 }
 
 /// The only value of `name`, if it has exactly one and it is visible ASCII.
@@ -240,10 +230,14 @@ fn known_version(version: &str) -> bool {
         .any(|v| v.as_str() == version)
 }
 
+/// The name as the list keeps it (the list's names are lower-cased once; a
+/// request's are compared without case).
 fn normal_host(host: &str) -> String {
-    host.trim_matches('[')
-        .trim_matches(']')
-        .to_ascii_lowercase()
+    unbracketed(host).to_ascii_lowercase()
+}
+
+fn unbracketed(host: &str) -> &str {
+    host.trim_matches('[').trim_matches(']')
 }
 
 fn essence(media_type: &str) -> &str {

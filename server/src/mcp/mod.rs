@@ -8,6 +8,7 @@
 
 mod answers;
 mod auth;
+pub mod call_body;
 mod choices;
 mod direct;
 mod fill_form;
@@ -174,7 +175,7 @@ pub fn service(state: &AppState) -> Router<AppState> {
         clippy::disallowed_methods,
         reason = "rmcp's service; its operation is declared in openapi/mod.rs"
     )]
-    let mounted = Router::new().route_service(PATH, service);
+    let mounted = Router::new().route_service(PATH, Shared(Arc::new(service)));
     // Authentication first, then a tool call answered directly or the request
     // handed to the SDK (docs/mcp.md, "How a call is served").
     mounted
@@ -183,6 +184,41 @@ pub fn service(state: &AppState) -> Router<AppState> {
             state.clone(),
             auth::authenticate,
         ))
+}
+
+/// The SDK's service behind one `Arc`. axum's middleware clones the service it
+/// wraps on every request, and the SDK's carries its whole configuration (the
+/// allowed hosts and origins as strings): cloned and dropped twice a call, even
+/// for a call the SDK never sees. Here a request clones it only when it reaches
+/// the SDK, as the SDK itself does for each request it serves.
+struct Shared<S>(Arc<S>);
+
+impl<S> Clone for Shared<S> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<S, B> tower::Service<axum::http::Request<B>> for Shared<S>
+where
+    S: tower::Service<axum::http::Request<B>, Error = std::convert::Infallible> + Clone,
+{
+    type Response = S::Response;
+    type Error = std::convert::Infallible;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // The SDK's service is always ready (it takes every request in a
+        // task of its own), so a fresh clone of it is too.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        S::clone(&self.0).call(request)
+    }
 }
 
 #[cfg(test)]
