@@ -170,8 +170,8 @@ mod tests {
 
     #[test]
     fn whatever_is_read_here_the_sdk_reads_as_the_same_call() {
-        // Every shape above and their near misses, each mutated one byte at a
-        // time: where this reads a call, the SDK reads the same one.
+        // Two calls (every part present; keys in another order), each mutated one
+        // byte at a time: where this reads a call, the SDK reads the same one.
         let seeds = [
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,{"b":null}]},"_meta":{"k":1}}}"#,
             r#"{"params":{"name":"n"},"id":"s","method":"tools/call","jsonrpc":"2.0"}"#,

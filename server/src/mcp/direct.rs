@@ -11,8 +11,9 @@
 //! It takes only requests that pass every check the SDK makes, each checked here by
 //! the same rule and stricter where that is simpler (an `Origin` header, any
 //! parameter in `Accept`, a chunked body, a header in Base64, an unknown version or
-//! a body of any shape but a plain call's, [`call_body`], all go to the SDK). Anything else, and every other method, goes to the SDK unchanged,
-//! with the body it sent. So nothing the SDK refuses is accepted here, and what it
+//! a body of any shape but a plain call's, [`call_body`], all go to the SDK).
+//! Anything else, and every other method, goes to the SDK unchanged, with the body
+//! it sent. So nothing the SDK refuses is accepted here, and what it
 //! accepts is answered alike: `tests/mcp_direct.rs` sends each request both ways and
 //! compares the answers.
 
