@@ -21,6 +21,7 @@ mod handshake;
 mod idle;
 mod latency;
 mod mcp_path;
+mod mcp_plain;
 mod pairing;
 mod pairs;
 mod payload;

@@ -1,9 +1,12 @@
 //! The MCP path against the agent WebSocket, on one latchkeyd in its own process
 //! (docs/mcp.md): the same small call (a navigation with ~200 B of params, which
-//! the catalogue judges on both paths) made through `/mcp` by the official Rust
-//! SDK's client and through the agent socket. One call at a time for latency, in
-//! alternating rounds; then `concurrency` calls in flight for throughput per server
-//! core, from the server's CPU time in /proc.
+//! the catalogue judges on both paths) made through `/mcp` and through the agent
+//! socket. `/mcp` is called by two clients: a plain HTTP client as lean as the
+//! socket's ([`PlainMcp`]), whose figures the goal takes since they compare the
+//! paths rather than the client libraries, and the official Rust SDK's client,
+//! which is what many agents run. One call at a time for latency, in alternating
+//! rounds; then `concurrency` calls in flight for throughput per server core, from
+//! the server's CPU time in /proc.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +15,7 @@ use latchkey_testkit::{Connections, McpClient, Revision};
 use serde_json::{Value, json};
 
 use crate::agents::{self, CallKind, LoopResult};
+use crate::mcp_plain::PlainMcp;
 use crate::procfs::{Machine, machine};
 use crate::stats::{RoundSpread, Summary, ms, summarize};
 use crate::target::{Latchkeyd, ServerOptions};
@@ -29,23 +33,36 @@ pub struct McpReport {
     pub seconds: f64,
     /// One call at a time on the agent socket.
     pub socket: Summary,
-    /// One call at a time through `/mcp`.
+    /// One call at a time through `/mcp`, by the SDK's client.
     pub mcp: Summary,
+    /// One call at a time through `/mcp`, by the plain client; absent in runs
+    /// from before it was measured.
+    #[serde(default)]
+    pub plain: Option<Summary>,
     /// One call at a time on the HTTP API (`POST /v1/sessions/{id}/calls`), for
     /// what a request per call costs without MCP.
     pub http: Summary,
-    /// MCP / agent socket over all calls of the latency rounds.
+    /// MCP (SDK client) / agent socket over all calls of the latency rounds.
     pub p50_ratio: f64,
     pub p99_ratio: f64,
-    /// MCP / agent socket, p50 and p99 of each latency round (the goal's figure is
-    /// the p50s' median); absent in runs from before the rounds were kept.
+    /// MCP (SDK client) / agent socket, p50 and p99 of each latency round;
+    /// absent in runs from before the rounds were kept.
     #[serde(default)]
     pub rounds_p50: Option<RoundSpread>,
     #[serde(default)]
     pub rounds_p99: Option<RoundSpread>,
+    /// MCP (plain client) / agent socket, p50 and p99 of each latency round:
+    /// the goal's figure is the p50s' median.
+    #[serde(default)]
+    pub plain_rounds_p50: Option<RoundSpread>,
+    #[serde(default)]
+    pub plain_rounds_p99: Option<RoundSpread>,
     pub points: Vec<Point>,
-    /// MCP / agent socket, calls per server core, at `concurrency`.
+    /// MCP (SDK client) / agent socket, calls per server core, at `concurrency`.
     pub ratio_per_core: f64,
+    /// MCP (plain client) / agent socket, calls per server core: the goal's.
+    #[serde(default)]
+    pub plain_ratio_per_core: Option<f64>,
 }
 
 fn arguments() -> Value {
@@ -102,6 +119,15 @@ async fn mcp_loop(clients: &[McpClient], duration: Duration) -> anyhow::Result<L
     .await
 }
 
+/// `browser_navigate` through `/mcp` by the plain client on every caller.
+async fn plain_loop(clients: &[PlainMcp], duration: Duration) -> anyhow::Result<LoopResult> {
+    let args = arguments();
+    call_loops(clients, duration, async |client| {
+        client.call("browser_navigate", &args).await
+    })
+    .await
+}
+
 /// A measured point; `target` names the path.
 fn point(path: &str, concurrency: usize, r: LoopResult, cpu: f64) -> Point {
     Point {
@@ -137,8 +163,10 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let agent = server.new_agent().await?;
     let url = format!("{}/mcp", server.http_base);
     let mut clients = Vec::with_capacity(concurrency);
+    let mut plain = Vec::with_capacity(concurrency);
     for i in 0..concurrency {
         let key = format!("load-{i}");
+        plain.push(PlainMcp::new(&url, &agent.token, &key)?);
         clients.push(
             McpClient::connect(
                 &url,
@@ -178,16 +206,23 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let http_session = agent.start(Some(&devices[0])).await?.id;
     let round = Duration::from_secs_f64(seconds / ROUNDS as f64);
     let (mut socket, mut mcp) = (LoopResult::default(), LoopResult::default());
+    let mut lean = LoopResult::default();
+    let (mut rounds_plain_p50, mut rounds_plain_p99) = (Vec::new(), Vec::new());
     let mut http = Vec::new();
     let (mut rounds_p50, mut rounds_p99) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let on_socket =
             agents::closed_loop(&mut pairs.agents[..1], 1, round, 150, CallKind::Navigate).await?;
         let on_mcp = mcp_loop(&clients[..1], round).await?;
+        let on_plain = plain_loop(&plain[..1], round).await?;
         let (s, m) = (
             summarize(on_socket.latencies.clone()),
             summarize(on_mcp.latencies.clone()),
         );
+        let pl = summarize(on_plain.latencies.clone());
+        rounds_plain_p50.push(pl.p50_us as f64 / s.p50_us.max(1) as f64);
+        rounds_plain_p99.push(pl.p99_us as f64 / s.p99_us.max(1) as f64);
+        lean.then(on_plain);
         rounds_p50.push(m.p50_us as f64 / s.p50_us.max(1) as f64);
         rounds_p99.push(m.p99_us as f64 / s.p99_us.max(1) as f64);
         socket.then(on_socket);
@@ -204,16 +239,18 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
             http.push(sent.elapsed());
         }
     }
-    if socket.errors + mcp.errors > 0 {
+    if socket.errors + mcp.errors + lean.errors > 0 {
         bail!(
-            "calls failed: {:?} {:?}",
+            "calls failed: {:?} {:?} {:?}",
             socket.first_error,
-            mcp.first_error
+            mcp.first_error,
+            lean.first_error
         );
     }
-    let (socket, mcp, http) = (
+    let (socket, mcp, plain_calls, http) = (
         summarize(socket.latencies),
         summarize(mcp.latencies),
+        summarize(lean.latencies),
         summarize(http),
     );
 
@@ -257,7 +294,11 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let http_point = point("HTTP API", concurrency, r, sample()?.cpu_secs - before);
     let before = sample()?.cpu_secs;
     let r = mcp_loop(&clients, duration).await?;
-    let mcp_point = point("MCP", concurrency, r, sample()?.cpu_secs - before);
+    let mcp_point = point("MCP (SDK)", concurrency, r, sample()?.cpu_secs - before);
+    plain_loop(&plain, duration / 10).await?;
+    let before = sample()?.cpu_secs;
+    let r = plain_loop(&plain, duration).await?;
+    let plain_point = point("MCP (plain)", concurrency, r, sample()?.cpu_secs - before);
 
     for client in clients {
         client.close().await?;
@@ -272,34 +313,46 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         p99_ratio: mcp.p99_us as f64 / socket.p99_us.max(1) as f64,
         rounds_p50: RoundSpread::of(rounds_p50),
         rounds_p99: RoundSpread::of(rounds_p99),
+        plain_rounds_p50: RoundSpread::of(rounds_plain_p50),
+        plain_rounds_p99: RoundSpread::of(rounds_plain_p99),
         socket,
         mcp,
+        plain: Some(plain_calls),
         http,
         ratio_per_core: mcp_point.calls_per_server_core
             / socket_point.calls_per_server_core.max(1.0),
-        points: vec![socket_point, http_point, mcp_point],
+        plain_ratio_per_core: Some(
+            plain_point.calls_per_server_core / socket_point.calls_per_server_core.max(1.0),
+        ),
+        points: vec![socket_point, http_point, mcp_point, plain_point],
     })
 }
 
 pub fn print(r: &McpReport) {
     println!("MCP against the agent WebSocket: navigations, ~200 B params");
-    println!("path       p50       p99       p999      (one call at a time)");
-    for (name, s) in [
+    println!("path         p50       p99       p999      (one call at a time)");
+    let mut rows = vec![
         ("agent WS", &r.socket),
         ("HTTP API", &r.http),
-        ("MCP", &r.mcp),
-    ] {
+        ("MCP (SDK)", &r.mcp),
+    ];
+    if let Some(plain) = &r.plain {
+        rows.push(("MCP (plain)", plain));
+    }
+    for (name, s) in rows {
         println!(
-            "{name:<10} {:<9} {:<9} {}",
+            "{name:<12} {:<9} {:<9} {}",
             ms(s.p50_us),
             ms(s.p99_us),
             ms(s.p999_us)
         );
     }
-    println!("path       conc  calls/s    server CPU s  calls/core-s  p50       p99       errors");
+    println!(
+        "path         conc  calls/s    server CPU s  calls/core-s  p50       p99       errors"
+    );
     for p in &r.points {
         println!(
-            "{:<10} {:<5} {:<10.0} {:<13.2} {:<13.0} {:<9} {:<9} {}",
+            "{:<12} {:<5} {:<10.0} {:<13.2} {:<13.0} {:<9} {:<9} {}",
             p.target,
             p.concurrency,
             p.calls_per_sec,
@@ -313,14 +366,31 @@ pub fn print(r: &McpReport) {
             println!("first error on {}: {e}", p.target);
         }
     }
+    let client = |name: &str, p50: Option<&RoundSpread>, p99: Option<&RoundSpread>, core: f64| {
+        if let (Some(p50), Some(p99)) = (p50, p99) {
+            println!(
+                "MCP ({name}) / agent WS, median of {} rounds: p50 {:.2}x ({:.2}-{:.2}), \
+                 p99 {:.2}x ({:.2}-{:.2}); {core:.2}x per server core",
+                p50.rounds, p50.median, p50.min, p50.max, p99.median, p99.min, p99.max
+            );
+        }
+    };
     println!(
-        "MCP / agent WS: p50 {:.2}x, p99 {:.2}x, {:.2}x per server core",
-        r.p50_ratio, r.p99_ratio, r.ratio_per_core
+        "MCP (SDK) / agent WS over all calls: p50 {:.2}x, p99 {:.2}x",
+        r.p50_ratio, r.p99_ratio
     );
-    if let (Some(p50), Some(p99)) = (&r.rounds_p50, &r.rounds_p99) {
-        println!(
-            "median of {} rounds: p50 {:.2}x ({:.2}-{:.2}), p99 {:.2}x ({:.2}-{:.2})",
-            p50.rounds, p50.median, p50.min, p50.max, p99.median, p99.min, p99.max
+    client(
+        "SDK",
+        r.rounds_p50.as_ref(),
+        r.rounds_p99.as_ref(),
+        r.ratio_per_core,
+    );
+    if let Some(core) = r.plain_ratio_per_core {
+        client(
+            "plain",
+            r.plain_rounds_p50.as_ref(),
+            r.plain_rounds_p99.as_ref(),
+            core,
         );
     }
 }
