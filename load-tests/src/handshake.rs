@@ -28,6 +28,9 @@ pub struct Point {
     pub round: usize,
     pub handshakes: u64,
     pub failures: u64,
+    /// What the first failed handshake met (an error, or the 10 s limit).
+    #[serde(default)]
+    pub first_failure: Option<String>,
     pub per_sec: f64,
     pub server_cpu_secs: f64,
     pub per_server_core: f64,
@@ -97,16 +100,18 @@ async fn measure(
     let counter = Arc::new(AtomicU64::new(0));
     let failures = Arc::new(AtomicU64::new(0));
     let negotiated = Arc::new(std::sync::Mutex::new((String::new(), String::new())));
+    let first_failure = Arc::new(std::sync::OnceLock::new());
     let before = sample()?;
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let tasks: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (connector, counter, failures, negotiated) = (
+            let (connector, counter, failures, negotiated, first_failure) = (
                 connector.clone(),
                 counter.clone(),
                 failures.clone(),
                 negotiated.clone(),
+                first_failure.clone(),
             );
             tokio::spawn(async move {
                 while Instant::now() < end {
@@ -121,8 +126,12 @@ async fn measure(
                             counter.fetch_add(1, Ordering::Relaxed);
                             *negotiated.lock().unwrap_or_else(|p| p.into_inner()) = seen;
                         }
-                        _ => {
+                        failed => {
                             failures.fetch_add(1, Ordering::Relaxed);
+                            first_failure.get_or_init(|| match failed {
+                                Ok(Err(e)) => format!("{e:#}"),
+                                _ => "no handshake within 10 s".to_string(),
+                            });
                         }
                     }
                 }
@@ -141,6 +150,7 @@ async fn measure(
         round: 0,
         handshakes,
         failures: failures.load(Ordering::Relaxed),
+        first_failure: first_failure.get().cloned(),
         per_sec: handshakes as f64 / elapsed,
         server_cpu_secs: cpu,
         per_server_core: handshakes as f64 / cpu.max(0.01),
@@ -248,6 +258,9 @@ pub fn print(r: &HandshakeReport) {
             p.cipher_suite,
             p.key_exchange
         );
+        if let Some(e) = &p.first_failure {
+            println!("first failure on {}: {e}", p.target);
+        }
     }
     println!(
         "latchkeyd / relay per server core: {:.2}x over all rounds",

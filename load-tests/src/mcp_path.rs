@@ -65,11 +65,18 @@ pub struct McpReport {
     pub plain_ratio_per_core: Option<f64>,
 }
 
+impl McpReport {
+    /// Failed calls at the points with many in flight (a failed call one at a time
+    /// already failed the run): a rate with failures in it is not a rate served.
+    pub fn errors(&self) -> u64 {
+        self.points.iter().map(|p| p.errors).sum()
+    }
+}
+
 fn arguments() -> Value {
     json!({ "url": crate::policed::URL, "pad": "x".repeat(150) })
 }
 
-/// Call `tool.navigate` on the HTTP API in every session, one call at a time each,
 /// Run `call` on every caller, one call at a time each, for `duration`. A call
 /// answers `Some(text)` when it failed.
 async fn call_loops<T>(
@@ -206,7 +213,7 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let http_session = agent.start(Some(&devices[0])).await?.id;
     let round = Duration::from_secs_f64(seconds / ROUNDS as f64);
     let (mut socket, mut mcp) = (LoopResult::default(), LoopResult::default());
-    let mut lean = LoopResult::default();
+    let mut plain_calls = LoopResult::default();
     let (mut rounds_plain_p50, mut rounds_plain_p99) = (Vec::new(), Vec::new());
     let mut http = Vec::new();
     let (mut rounds_p50, mut rounds_p99) = (Vec::new(), Vec::new());
@@ -219,10 +226,10 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
             summarize(on_socket.latencies.clone()),
             summarize(on_mcp.latencies.clone()),
         );
-        let pl = summarize(on_plain.latencies.clone());
-        rounds_plain_p50.push(pl.p50_us as f64 / s.p50_us.max(1) as f64);
-        rounds_plain_p99.push(pl.p99_us as f64 / s.p99_us.max(1) as f64);
-        lean.then(on_plain);
+        let plain_round = summarize(on_plain.latencies.clone());
+        rounds_plain_p50.push(plain_round.p50_us as f64 / s.p50_us.max(1) as f64);
+        rounds_plain_p99.push(plain_round.p99_us as f64 / s.p99_us.max(1) as f64);
+        plain_calls.then(on_plain);
         rounds_p50.push(m.p50_us as f64 / s.p50_us.max(1) as f64);
         rounds_p99.push(m.p99_us as f64 / s.p99_us.max(1) as f64);
         socket.then(on_socket);
@@ -239,18 +246,18 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
             http.push(sent.elapsed());
         }
     }
-    if socket.errors + mcp.errors + lean.errors > 0 {
+    if socket.errors + mcp.errors + plain_calls.errors > 0 {
         bail!(
             "calls failed: {:?} {:?} {:?}",
             socket.first_error,
             mcp.first_error,
-            lean.first_error
+            plain_calls.first_error
         );
     }
     let (socket, mcp, plain_calls, http) = (
         summarize(socket.latencies),
         summarize(mcp.latencies),
-        summarize(lean.latencies),
+        summarize(plain_calls.latencies),
         summarize(http),
     );
 
@@ -305,6 +312,11 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     }
     pairs.stop().await;
     server.stop().await;
+    let ratio_per_core =
+        mcp_point.calls_per_server_core / socket_point.calls_per_server_core.max(1.0);
+    let plain_ratio_per_core =
+        plain_point.calls_per_server_core / socket_point.calls_per_server_core.max(1.0);
+    let points = vec![socket_point, http_point, mcp_point, plain_point];
     Ok(McpReport {
         scenario: "mcp".to_string(),
         machine: machine(),
@@ -319,12 +331,9 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         mcp,
         plain: Some(plain_calls),
         http,
-        ratio_per_core: mcp_point.calls_per_server_core
-            / socket_point.calls_per_server_core.max(1.0),
-        plain_ratio_per_core: Some(
-            plain_point.calls_per_server_core / socket_point.calls_per_server_core.max(1.0),
-        ),
-        points: vec![socket_point, http_point, mcp_point, plain_point],
+        ratio_per_core,
+        plain_ratio_per_core: Some(plain_ratio_per_core),
+        points,
     })
 }
 

@@ -9,6 +9,9 @@ use crate::{
 };
 
 /// Every scenario at small sizes; any error fails the run, figures are only printed.
+/// A scenario that counts its failed calls rather than stopping on the first (the
+/// points with many in flight, the storm's devices) is checked here after it is
+/// saved, so the figures of a failing run are still on disk to read.
 pub async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = idle::run(200, 2, 1.0).await?;
     idle::print(&r);
@@ -19,22 +22,30 @@ pub async fn quick(out: &Path) -> anyhow::Result<()> {
     let r = throughput::run(&[1, 16], 1.0, 500, 150, false).await?;
     throughput::print(&r);
     save(out, "throughput", &r)?;
+    none_failed("throughput", r.errors())?;
     // Under a policy, every call must still pass: a refusal is an error here.
     let r = throughput::run(&[16], 1.0, 0, 150, true).await?;
     throughput::print(&r);
     save(out, "throughput-policy", &r)?;
+    none_failed("throughput under a policy", r.errors())?;
     let r = mcp_path::run(16, 1.0).await?;
     mcp_path::print(&r);
     save(out, "mcp", &r)?;
+    none_failed("mcp", r.errors())?;
     let r = payload::run(&[256 << 10], 1.0).await?;
     payload::print(&r);
     save(out, "payload", &r)?;
+    none_failed("payload", r.points.iter().map(|p| p.errors).sum())?;
     let r = handshake::run(8, 0.5, 2).await?;
     handshake::print(&r);
     save(out, "handshake", &r)?;
+    none_failed("handshake", r.points.iter().map(|p| p.failures).sum())?;
     let r = storm::run(200, &millis(&[0, 200]), 2).await?;
     storm::print(&r);
     save(out, "storm", &r)?;
+    // A 503 with Retry-After is the one answer a storm may get; anything else fails.
+    let refused = r.runs.iter().map(|run| run.refused_other + run.failures);
+    none_failed("storm", refused.sum())?;
     let r = revoke::revoke(20, 20, false).await?;
     revoke::print(&r);
     save(out, "revoke", &r)?;
@@ -74,4 +85,13 @@ pub async fn quick(out: &Path) -> anyhow::Result<()> {
         &out.join("benchmarks.md"),
         Path::new("load-tests/notes.md"),
     )
+}
+
+/// Fail the run when a scenario counted failures.
+fn none_failed(scenario: &str, failed: u64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        failed == 0,
+        "{scenario}: {failed} calls or connections failed (the first is printed above)"
+    );
+    Ok(())
 }

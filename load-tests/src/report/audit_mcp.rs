@@ -70,16 +70,17 @@ pub(super) fn mcp(r: &Results) -> Goal {
             format!("the SDK's client: {sdk}"),
         ),
     };
+    let errors = m.errors();
     Goal {
         what: MCP_GOAL,
         target: MCP_TARGET.into(),
-        measured,
-        met: Some(judged.0 <= 1.5 && judged.1 >= 0.5),
+        measured: format!("{measured}; {errors} errors"),
+        met: Some(judged.0 <= 1.5 && judged.1 >= 0.5 && errors == 0),
     }
 }
 
 const MCP_GOAL: &str = "MCP tool call (`/mcp`) / agent WebSocket call";
-const MCP_TARGET: &str = "p50 ≤ 1.5×; calls per server core ≥ 0.5× (plain client)";
+const MCP_TARGET: &str = "p50 ≤ 1.5×; calls per server core ≥ 0.5× (plain client); no errors";
 
 pub(super) fn audit_writer_section(md: &mut String, r: &Results) {
     let runs: Vec<_> = [r.audit_sqlite.as_ref(), r.audit_pg.as_ref()]
