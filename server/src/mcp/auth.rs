@@ -3,27 +3,23 @@
 //! at (docs/mcp.md, "Authentication").
 
 use axum::Json;
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{METADATA_PATH, PATH, http_base};
 use crate::app::AppState;
-use crate::auth::principal::AgentPrincipal;
+use crate::auth::principal::{AgentPrincipal, Principal};
 
 /// Every request to `/mcp` names its bearer token, agent or delegation, each time:
-/// a token revoked mid-conversation is refused at its next request. The principal
-/// rides in the request's extensions, which the SDK hands to the tool handler.
-/// Each request is charged to the agent rate limits like a REST request.
-pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    match AgentPrincipal::from_request_parts(&mut parts, &state).await {
-        Ok(AgentPrincipal(principal)) => {
-            parts.extensions.insert(principal);
-            next.run(Request::from_parts(parts, body)).await
-        }
+/// a token revoked mid-conversation is refused at its next request. Each request is
+/// charged to the agent rate limits like a REST request. A refusal is the answer
+/// as the REST API words it, a 401 pointing at the RFC 9728 metadata.
+pub async fn admit(state: &AppState, parts: &mut Parts) -> Result<Principal, Response> {
+    match AgentPrincipal::from_request_parts(parts, state).await {
+        Ok(AgentPrincipal(principal)) => Ok(principal),
         Err(refusal) => {
             let mut response = refusal.into_response();
             if response.status() == StatusCode::UNAUTHORIZED {
@@ -37,7 +33,7 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
                         .insert(header::WWW_AUTHENTICATE, value);
                 }
             }
-            response
+            Err(response)
         }
     }
 }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -30,8 +31,11 @@ use rmcp::model::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::auth;
 use super::call_body::{self, ToolCall};
-use super::handler::{LatchkeyMcp, caller_in};
+use super::handler::{LatchkeyMcp, caller_for};
+use crate::app::AppState;
+use crate::auth::principal::Principal;
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -41,10 +45,11 @@ const MCP_NAME: &str = "mcp-name";
 const MCP_PARAM_PREFIX: &str = "mcp-param-";
 const SESSION_ID: &str = "mcp-session-id";
 
-/// What the layer needs besides the request: the handler the SDK would call, and
-/// the SDK's limits, read once.
+/// What the layer needs besides the request: the server (for authentication), the
+/// handler the SDK would call, and the SDK's limits, read once.
 #[derive(Clone)]
 pub struct Direct {
+    state: AppState,
     handler: LatchkeyMcp,
     /// The allowed `Host` values as the SDK compares them: name lower-cased and
     /// unbracketed, and a port or any port.
@@ -53,8 +58,14 @@ pub struct Direct {
 }
 
 impl Direct {
-    pub fn new(handler: LatchkeyMcp, allowed_hosts: &[String], max_body: usize) -> Self {
+    pub fn new(
+        state: AppState,
+        handler: LatchkeyMcp,
+        allowed_hosts: &[String],
+        max_body: usize,
+    ) -> Self {
         Self {
+            state,
             handler,
             hosts: host_list(allowed_hosts).into(),
             max_body,
@@ -110,26 +121,29 @@ fn host_allowed(hosts: &[(String, Option<u16>)], headers: &HeaderMap) -> bool {
         .any(|(h, p)| h.eq_ignore_ascii_case(name) && p.is_none_or(|p| Some(p) == port))
 }
 
-/// The layer: a catalogue tool's call that passes every check is answered here;
-/// anything else goes on to the SDK as it came.
+/// The layer, the one in front of the SDK: the caller authenticated first (a
+/// refusal answered here), then a catalogue tool's call that passes every check
+/// answered here; anything else goes on to the SDK as it came, with the principal
+/// in its extensions for the handler. One layer rather than two: each of axum's
+/// layers boxes and clones the service behind it on every request.
 pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) -> Response {
-    if !direct.head_passes(request.method(), request.headers()) {
-        crate::telemetry::metrics::mcp_request("sdk");
-        return next.run(request).await;
+    let (mut parts, body) = request.into_parts();
+    let principal = match auth::admit(&direct.state, &mut parts).await {
+        Ok(principal) => principal,
+        Err(refusal) => return refusal,
+    };
+    if !direct.head_passes(&parts.method, &parts.headers) {
+        return to_sdk(next, parts, body, principal).await;
     }
-    let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, direct.max_body).await else {
         // The declared length was within the limit, so the client stopped
         // sending: there is no one to answer.
         return StatusCode::BAD_REQUEST.into_response();
     };
     let call = call_body::read(&bytes).and_then(|call| passing_call(&parts.headers, call));
-    let caller = caller_in(&parts).ok();
-    let (Some((id, method, arguments)), Some((principal, caller))) = (call, caller) else {
-        crate::telemetry::metrics::mcp_request("sdk");
-        return next
-            .run(Request::from_parts(parts, Body::from(bytes)))
-            .await;
+    let caller = caller_for(&principal, &parts.headers).ok();
+    let (Some((id, method, arguments)), Some(caller)) = (call, caller) else {
+        return to_sdk(next, parts, Body::from(bytes), principal).await;
     };
     crate::telemetry::metrics::mcp_request("direct");
     // The client going away drops this future and so the call, which cancels it
@@ -148,6 +162,14 @@ pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) 
     let mut result = ServerResult::from(CallToolResponse::from(answer));
     shape_for_version(&mut result, version_header(&parts.headers));
     json_answer(&ServerJsonRpcMessage::response(result, id))
+}
+
+/// The request as it came, on to the SDK, with the caller's principal for the
+/// handler (its `RequestContext` carries the request's head).
+async fn to_sdk(next: Next, mut parts: Parts, body: Body, principal: Principal) -> Response {
+    crate::telemetry::metrics::mcp_request("sdk");
+    parts.extensions.insert(principal);
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// The result in the shape of the version the request names, as the SDK's

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use latchkey_protocol::tools::mcp::mcp_tool;
 use latchkey_protocol::{ErrorBody, ErrorCode};
@@ -219,7 +220,13 @@ pub(super) fn caller_in(parts: &Parts) -> Result<(Principal, Caller), McpError> 
         .get::<Principal>()
         .cloned()
         .ok_or_else(|| McpError::internal_error("the request is not authenticated", None))?;
-    let key = match parts.headers.get(SESSION_KEY_HEADER) {
+    let caller = caller_for(&p, &parts.headers)?;
+    Ok((p, caller))
+}
+
+/// Which of `p`'s clients the request comes from: its session key header, checked.
+pub(super) fn caller_for(p: &Principal, headers: &HeaderMap) -> Result<Caller, McpError> {
+    let key = match headers.get(SESSION_KEY_HEADER) {
         None => "",
         Some(value) => value
             .to_str()
@@ -234,8 +241,7 @@ pub(super) fn caller_in(parts: &Parts) -> Result<(Principal, Caller), McpError> 
                 )
             })?,
     };
-    let caller = Caller::new(&p, key);
-    Ok((p, caller))
+    Ok(Caller::new(p, key))
 }
 
 impl ServerHandler for LatchkeyMcp {

@@ -165,7 +165,12 @@ pub fn service(state: &AppState) -> Router<AppState> {
         .with_max_request_body_bytes(state.config.mcp.max_request_bytes)
         .with_cancellation_token(state.shutdown.child_token());
     let handler = handler::LatchkeyMcp::new(state.clone());
-    let direct = direct::Direct::new(handler.clone(), &hosts, state.config.mcp.max_request_bytes);
+    let direct = direct::Direct::new(
+        state.clone(),
+        handler.clone(),
+        &hosts,
+        state.config.mcp.max_request_bytes,
+    );
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -178,12 +183,7 @@ pub fn service(state: &AppState) -> Router<AppState> {
     let mounted = Router::new().route_service(PATH, Shared(Arc::new(service)));
     // Authentication first, then a tool call answered directly or the request
     // handed to the SDK (docs/mcp.md, "How a call is served").
-    mounted
-        .route_layer(middleware::from_fn_with_state(direct, direct::answer))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ))
+    mounted.route_layer(middleware::from_fn_with_state(direct, direct::answer))
 }
 
 /// The SDK's service behind one `Arc`. axum's middleware clones the service it
