@@ -25,6 +25,8 @@ use crate::throughput::Point;
 const DEVICES: usize = 8;
 /// Latency rounds; the two paths alternate round by round.
 const ROUNDS: usize = 10;
+/// Rounds of the socket's and the plain client's throughput, taking turns.
+const THROUGHPUT_ROUNDS: usize = 4;
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct McpReport {
@@ -63,6 +65,9 @@ pub struct McpReport {
     /// MCP (plain client) / agent socket, calls per server core: the goal's.
     #[serde(default)]
     pub plain_ratio_per_core: Option<f64>,
+    /// The same, each round's: the goal takes their median.
+    #[serde(default)]
+    pub plain_rounds_per_core: Option<RoundSpread>,
 }
 
 impl McpReport {
@@ -261,33 +266,46 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         summarize(http),
     );
 
-    // Throughput: `concurrency` calls in flight on each path, warmed up first.
+    // Throughput: `concurrency` calls in flight on each path, warmed up first. The
+    // socket and the plain client, whose ratio the goal takes, take turns in
+    // rounds (the order alternating), so each round's ratio compares the two
+    // seconds apart: the host's speed wanders more than that between two points
+    // taken a minute apart. Their points pool the rounds.
     let in_flight = concurrency.div_ceil(DEVICES);
     let duration = Duration::from_secs_f64(seconds);
-    agents::closed_loop(
-        &mut pairs.agents,
-        in_flight,
-        duration / 10,
-        150,
-        CallKind::Navigate,
-    )
-    .await?;
+    let slice = duration / THROUGHPUT_ROUNDS as u32;
+    let socket_loop = async |pairs: &mut crate::pairs::Pairs, span: Duration| {
+        agents::closed_loop(&mut pairs.agents, in_flight, span, 150, CallKind::Navigate).await
+    };
+    socket_loop(&mut pairs, duration / 10).await?;
     mcp_loop(&clients, duration / 10).await?;
-    let before = sample()?.cpu_secs;
-    let r = agents::closed_loop(
-        &mut pairs.agents,
-        in_flight,
-        duration,
-        150,
-        CallKind::Navigate,
-    )
-    .await?;
-    let socket_point = point(
-        "agent WS",
-        DEVICES * in_flight,
-        r,
-        sample()?.cpu_secs - before,
-    );
+    plain_loop(&plain, duration / 10).await?;
+    let (mut socket_pool, mut socket_cpu) = (LoopResult::default(), 0.0);
+    let (mut plain_pool, mut plain_cpu) = (LoopResult::default(), 0.0);
+    let mut rounds_per_core = Vec::with_capacity(THROUGHPUT_ROUNDS);
+    for round in 0..THROUGHPUT_ROUNDS {
+        let (mut socket_rate, mut plain_rate) = (0.0, 0.0);
+        for socket_turn in [round % 2 == 0, round % 2 == 1] {
+            let before = sample()?.cpu_secs;
+            let r = if socket_turn {
+                socket_loop(&mut pairs, slice).await?
+            } else {
+                plain_loop(&plain, slice).await?
+            };
+            let cpu = sample()?.cpu_secs - before;
+            let rate = r.calls as f64 / cpu.max(0.001);
+            if socket_turn {
+                (socket_rate, socket_cpu) = (rate, socket_cpu + cpu);
+                socket_pool.then(r);
+            } else {
+                (plain_rate, plain_cpu) = (rate, plain_cpu + cpu);
+                plain_pool.then(r);
+            }
+        }
+        rounds_per_core.push(plain_rate / socket_rate.max(1.0));
+    }
+    let socket_point = point("agent WS", DEVICES * in_flight, socket_pool, socket_cpu);
+    let plain_point = point("MCP (plain)", concurrency, plain_pool, plain_cpu);
     let http_sessions: Vec<String> = {
         let mut opened = Vec::with_capacity(concurrency);
         for i in 0..concurrency {
@@ -302,10 +320,6 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
     let before = sample()?.cpu_secs;
     let r = mcp_loop(&clients, duration).await?;
     let mcp_point = point("MCP (SDK)", concurrency, r, sample()?.cpu_secs - before);
-    plain_loop(&plain, duration / 10).await?;
-    let before = sample()?.cpu_secs;
-    let r = plain_loop(&plain, duration).await?;
-    let plain_point = point("MCP (plain)", concurrency, r, sample()?.cpu_secs - before);
 
     for client in clients {
         client.close().await?;
@@ -333,6 +347,7 @@ pub async fn run(concurrency: usize, seconds: f64) -> anyhow::Result<McpReport> 
         http,
         ratio_per_core,
         plain_ratio_per_core: Some(plain_ratio_per_core),
+        plain_rounds_per_core: RoundSpread::of(rounds_per_core),
         points,
     })
 }
@@ -400,6 +415,12 @@ pub fn print(r: &McpReport) {
             r.plain_rounds_p50.as_ref(),
             r.plain_rounds_p99.as_ref(),
             core,
+        );
+    }
+    if let Some(s) = &r.plain_rounds_per_core {
+        println!(
+            "MCP (plain) / agent WS per server core, median of {} rounds: {:.2}x ({:.2}-{:.2})",
+            s.rounds, s.median, s.min, s.max
         );
     }
 }

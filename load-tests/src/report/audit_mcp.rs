@@ -53,15 +53,16 @@ pub(super) fn mcp(r: &Results) -> Goal {
         sdk_p50.1, m.ratio_per_core
     );
     let (judged, measured) = match (&m.plain, m.plain_ratio_per_core) {
-        (Some(plain), Some(core)) => {
+        (Some(plain), Some(pooled_core)) => {
             let pooled = plain.p50_us as f64 / m.socket.p50_us.max(1) as f64;
             let p50 = median_or_pooled(m.plain_rounds_p50.as_ref(), pooled);
+            let core = median_or_pooled(m.plain_rounds_per_core.as_ref(), pooled_core);
             (
-                (p50.0, core),
+                (p50.0, core.0),
                 format!(
-                    "plain client: p50 {}; per server core {core:.2}×. \
+                    "plain client: p50 {}; per server core {}. \
                      The SDK's client: {sdk}",
-                    p50.1
+                    p50.1, core.1
                 ),
             )
         }
@@ -120,7 +121,8 @@ pub(super) fn mcp_section(md: &mut String, r: &Results) {
         "## MCP\n\n`mcp`: the same navigation (~200 B of params, judged by the catalogue on \
          every path) through `/mcp`, through the HTTP API, and on the agent WebSocket, against \
          one latchkeyd with {} s per measure; one call at a time in 10 rounds taking turns, \
-         then calls in flight on each path with the server's CPU time from /proc. `/mcp` is \
+         then calls in flight on each path with the server's CPU time from /proc (the socket \
+         and the plain client in 4 rounds taking turns, judged on the median round). `/mcp` is \
          called by two clients, each keeping its connections: a plain HTTP client that posts \
          each call as one JSON-RPC request of the stateless revision and reads the answer as \
          JSON (`load-tests/src/mcp_plain.rs`), as lean as the testkit's agent is on the \
@@ -161,9 +163,13 @@ pub(super) fn mcp_section(md: &mut String, r: &Results) {
         let _ = writeln!(
             md,
             "Round by round, the plain client (the goal's figures): p50 {}, p99 {}; {core:.2}× \
-             the calls per server core.",
+             the calls per server core over all rounds{}.",
             spread(p50),
-            spread(p99)
+            spread(p99),
+            m.plain_rounds_per_core
+                .as_ref()
+                .map(|s| format!(", {} round by round", spread(s)))
+                .unwrap_or_default()
         );
     }
     md.push('\n');
