@@ -34,7 +34,6 @@ use tokio_util::sync::CancellationToken;
 use super::auth;
 use super::call_body::{self, ToolCall};
 use super::handler::{LatchkeyMcp, caller_for};
-use crate::app::AppState;
 use crate::auth::principal::Principal;
 
 const JSON: &str = "application/json";
@@ -45,11 +44,10 @@ const MCP_NAME: &str = "mcp-name";
 const MCP_PARAM_PREFIX: &str = "mcp-param-";
 const SESSION_ID: &str = "mcp-session-id";
 
-/// What the layer needs besides the request: the server (for authentication), the
-/// handler the SDK would call, and the SDK's limits, read once.
+/// What the layer needs besides the request: the handler the SDK would call (and
+/// its server, to authenticate with), and the SDK's limits, read once.
 #[derive(Clone)]
 pub struct Direct {
-    state: AppState,
     handler: LatchkeyMcp,
     /// The allowed `Host` values as the SDK compares them: name lower-cased and
     /// unbracketed, and a port or any port.
@@ -58,14 +56,8 @@ pub struct Direct {
 }
 
 impl Direct {
-    pub fn new(
-        state: AppState,
-        handler: LatchkeyMcp,
-        allowed_hosts: &[String],
-        max_body: usize,
-    ) -> Self {
+    pub fn new(handler: LatchkeyMcp, allowed_hosts: &[String], max_body: usize) -> Self {
         Self {
-            state,
             handler,
             hosts: host_list(allowed_hosts).into(),
             max_body,
@@ -128,7 +120,7 @@ fn host_allowed(hosts: &[(String, Option<u16>)], headers: &HeaderMap) -> bool {
 /// layers boxes and clones the service behind it on every request.
 pub async fn answer(State(direct): State<Direct>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let principal = match auth::admit(&direct.state, &mut parts).await {
+    let principal = match auth::admit(direct.handler.state(), &mut parts).await {
         Ok(principal) => principal,
         Err(refusal) => return refusal,
     };

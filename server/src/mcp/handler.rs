@@ -45,6 +45,11 @@ impl LatchkeyMcp {
         }
     }
 
+    /// The server it serves, for the layer in front of the SDK to authenticate with.
+    pub(super) fn state(&self) -> &AppState {
+        &self.state
+    }
+
     async fn call(
         &self,
         p: &Principal,

@@ -165,12 +165,7 @@ pub fn service(state: &AppState) -> Router<AppState> {
         .with_max_request_body_bytes(state.config.mcp.max_request_bytes)
         .with_cancellation_token(state.shutdown.child_token());
     let handler = handler::LatchkeyMcp::new(state.clone());
-    let direct = direct::Direct::new(
-        state.clone(),
-        handler.clone(),
-        &hosts,
-        state.config.mcp.max_request_bytes,
-    );
+    let direct = direct::Direct::new(handler.clone(), &hosts, state.config.mcp.max_request_bytes);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),
