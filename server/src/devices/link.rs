@@ -190,10 +190,26 @@ impl DeviceLink {
 
     /// Wait for queued frames and take all of them, oldest first (for the one task
     /// that writes the socket). Cancel-safe: a wake-up that arrives while this is
-    /// dropped is kept for the next call.
+    /// dropped is kept for the next call, and frames queued before it are found
+    /// without one.
+    ///
+    /// Woken while other calls are in flight on the link, it first yields once to
+    /// the tasks already runnable. tokio runs a task woken by the running one next,
+    /// so without the yield the first of many concurrent callers (HTTP requests,
+    /// each in a task of its own) had its frame written alone; after it, every
+    /// caller ready in the same pass has queued its frame, and they leave in one
+    /// write: one system call, and one wake-up of the device's reader, for the
+    /// batch. A lone call is written at once: the yield would cost it a pass of the
+    /// scheduler and buy nothing (load-tests/notes.md, "Device writes after the
+    /// runnable callers").
     pub async fn next_frames(&self) -> VecDeque<String> {
         loop {
-            self.queued.notified().await;
+            if self.state().outbox.is_empty() {
+                self.queued.notified().await;
+            }
+            if self.state().pending.len() > 1 {
+                tokio::task::yield_now().await;
+            }
             let frames = self.take_queued();
             if !frames.is_empty() {
                 return frames;
@@ -398,6 +414,43 @@ mod tests {
         let cancel = link.next_frames().await;
         assert_eq!(cancel.len(), 1);
         assert!(cancel[0].contains(r#""rpc_id":"0""#), "{}", cancel[0]);
+    }
+
+    /// Two callers runnable together while a call is in flight: their frames leave
+    /// in one batch. On one worker, tokio runs the writer woken by the first caller
+    /// before the second caller unless the writer yields.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn callers_runnable_together_under_load_share_one_write() {
+        let link = DeviceLink::new("d", "t", 8);
+        let _in_flight = link
+            .forward(RequestFrame::new("0", "tool.x", None))
+            .expect("forward");
+        assert_eq!(link.next_frames().await.len(), 1);
+        let writer = {
+            let link = link.clone();
+            tokio::spawn(async move { link.next_frames().await.len() })
+        };
+        let callers = {
+            let link = link.clone();
+            tokio::spawn(async move {
+                let mut both = Vec::new();
+                for id in ["1", "2"] {
+                    let link = link.clone();
+                    both.push(tokio::spawn(async move {
+                        link.forward(RequestFrame::new(id, "tool.x", None))
+                    }));
+                }
+                for caller in both {
+                    let _waiter = caller.await.expect("caller").expect("forward");
+                }
+            })
+        };
+        callers.await.expect("callers");
+        assert_eq!(
+            writer.await.expect("writer"),
+            2,
+            "one write for both frames"
+        );
     }
 
     #[tokio::test]
