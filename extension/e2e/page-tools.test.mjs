@@ -274,35 +274,52 @@ test('a snapshot of a 5,000-element page respects max_tokens and reports truncat
   assert.equal(full.ref_count, 5000);
 });
 
-/** The centre of a banner button (the root is closed; a person's click is a real one):
- * the bar is 6 px from the bottom-left corner with 4 px padding; Stop is 64 × 26 px,
- * then Interrupt, 84 × 26 px, 8 px further. */
-async function bannerButton(page, which) {
-  const height = await page.evaluate(() => innerHeight);
-  const x = which === 'stop' ? 6 + 4 + 32 : 6 + 4 + 64 + 8 + 42;
-  return [x, height - 6 - 4 - 13];
-}
+/**
+ * Where the extension's own UI is, from the viewport's size at the moment: Chromium's
+ * "started debugging this browser" bar takes about 40 px off the viewport's height
+ * when the extension attaches to a new Agent Window's tab, which it does in the
+ * background after the window opens, so the size the test first sees can be stale by
+ * the time it clicks. The root is closed, so the tests click by layout, as a person
+ * would:
+ * - the bar is 6 px from the bottom-left corner with 4 px padding; Stop is 64 × 26 px,
+ *   then Interrupt, 84 × 26 px, 8 px further;
+ * - request_help's panel is 48 px from the top and 6 px from the right, 10 px padding;
+ *   Done is 72 × 28 px, left of Cancel (8 px apart), in its top row.
+ */
+const OWN_UI = {
+  stop: ({ height }) => [6 + 4 + 32, height - 6 - 4 - 13],
+  interrupt: ({ height }) => [6 + 4 + 64 + 8 + 42, height - 6 - 4 - 13],
+  helpDone: ({ width }) => [width - 6 - 10 - 72 - 8 - 36, 48 + 10 + 14],
+};
 
 /**
- * Click the extension's own UI at (x, y) once it is there: the banner's element is in
- * the page before its bar or help panel is laid out, and a click before that lands on
- * the page. Its shadow root is closed, so the point's element is the banner's host,
- * and only where the bar or panel takes the pointer.
+ * Click the extension's own UI once it is there: the banner's element is in the page
+ * before its bar or help panel is laid out, and a click before that lands on the page.
+ * Its shadow root is closed, so the point's element is the banner's host, and only
+ * where the bar or panel takes the pointer. The point is worked out afresh at every
+ * look; a timeout says what was there instead.
  */
-async function clickOwnUi(page, [x, y]) {
-  await waitFor(
-    () => page.evaluate(([px, py]) => document.elementFromPoint(px, py)?.localName === 'latchkey-agent-window', [x, y]),
+async function clickOwnUi(page, which) {
+  const at = OWN_UI[which];
+  const point = await waitFor(
+    async () => {
+      const view = await page.evaluate(() => ({ width: innerWidth, height: innerHeight }));
+      const [x, y] = at(view);
+      const found = await page.evaluate(([px, py]) => document.elementFromPoint(px, py)?.localName ?? null, [x, y]);
+      if (found === 'latchkey-agent-window') return [x, y];
+      throw new Error(`at (${x}, ${y}) in ${view.width} × ${view.height}: ${found ?? 'nothing'}`);
+    },
     10_000,
-    `the extension's UI at (${x}, ${y})`,
+    `the extension's ${which} button`,
   );
-  return page.mouse.click(x, y);
+  return page.mouse.click(...point);
 }
 
 test('Interrupt on the page refuses the next input; snapshots still work', async () => {
   await latchkey(env, ['navigate', `${site.base}/controls`]);
   const page = await waitFor(() => browser.context.pages().find((p) => p.url() === `${site.base}/controls`), 10_000, 'the page');
   await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
-  await clickOwnUi(page, await bannerButton(page, 'interrupt'));
+  await clickOwnUi(page, 'interrupt');
   const s = await snapshot();
   const aborted = await failure(latchkey(env, ['click', refOf(s.text, /button "Save"/)]));
   assert.equal(aborted.code, 'user_aborted');
@@ -315,8 +332,11 @@ test('Interrupt on the page refuses the next input; snapshots still work', async
   await waitFor(async () => (await auditRows()).some((e) => e.action === 'session.interrupt' && e.target === `session:${session.id}` && e.actor.startsWith('device:')), 10_000, 'the interrupt audited');
 });
 
-test('Stop on the page ends the session: the window closes, the agent is told why, the trail says who', async () => {
+test('Stop on the page ends the session: the window closes, the agent is told why, the trail says who', async (t) => {
   const other = await latchkey(agentEnv, ['session', 'start']);
+  // Should this test fail before Stop, its session must not outlive it: later tests
+  // count the agents on the icon.
+  t.after(() => latchkey(agentEnv, ['session', 'stop', other.id]).catch(() => undefined));
   const otherEnv = { ...agentEnv, LATCHKEY_SESSION: other.id };
   // A page no other test leaves open, so the page found is this session's.
   await latchkey(otherEnv, ['navigate', `${site.base}/login`]);
@@ -334,7 +354,7 @@ test('Stop on the page ends the session: the window closes, the agent is told wh
   );
   await waitFor(() => page.locator('latchkey-agent-window').count(), 10_000, 'the Agent Window banner');
   // Stop closes the window at once: the click's own acknowledgement may find the page gone.
-  await clickOwnUi(page, await bannerButton(page, 'stop')).catch((e) => {
+  await clickOwnUi(page, 'stop').catch((e) => {
     if (!/closed/.test(String(e))) throw e;
   });
   const windows = () => browser.worker.evaluate(() => chrome.windows.getAll().then((w) => w.map((x) => x.id)));
@@ -388,10 +408,7 @@ test('request_help: the person clicks Done on the page', async () => {
   await waitFor(async () => (await badge()) === 'help', 10_000, 'the badge');
   await waitFor(async () => !(await popup.locator('#help').isHidden()), 5_000, 'the request in the popup');
   assert.match((await popup.locator('#help-list').textContent()) ?? '', /Please solve the puzzle/);
-  // Done: 72 × 28 px, left of Cancel, in the panel's top row (48 px from the top,
-  // 6 px from the right, 10 px padding).
-  const width = await page.evaluate(() => innerWidth);
-  await clickOwnUi(page, [width - 6 - 10 - 72 - 8 - 36, 48 + 10 + 14]);
+  await clickOwnUi(page, 'helpDone');
   const r = await asking;
   assert.equal(r.outcome, 'continued');
   await waitFor(async () => (await badge()) === '1', 5_000, 'the icon counts the agent again');

@@ -204,22 +204,36 @@ impl DeviceLink {
     /// runnable callers").
     pub async fn next_frames(&self) -> VecDeque<String> {
         loop {
-            if self.state().outbox.is_empty() {
-                self.queued.notified().await;
-            }
-            if self.state().pending.len() > 1 {
+            // One look under the lock decides: wait, yield, or take.
+            let crowded = {
+                let mut state = self.state();
+                if state.outbox.is_empty() {
+                    false
+                } else if state.pending.len() > 1 {
+                    true
+                } else {
+                    return Self::drain(&mut state);
+                }
+            };
+            if crowded {
                 tokio::task::yield_now().await;
-            }
-            let frames = self.take_queued();
-            if !frames.is_empty() {
-                return frames;
+                let frames = self.take_queued();
+                if !frames.is_empty() {
+                    return frames;
+                }
+            } else {
+                self.queued.notified().await;
             }
         }
     }
 
     /// Everything queued now, oldest first; the outbox is left empty.
     pub fn take_queued(&self) -> VecDeque<String> {
-        let frames = std::mem::take(&mut self.state().outbox);
+        Self::drain(&mut self.state())
+    }
+
+    fn drain(state: &mut LinkState) -> VecDeque<String> {
+        let frames = std::mem::take(&mut state.outbox);
         metrics::gauge!(OUTBOX_FRAMES).decrement(frames.len() as f64);
         frames
     }
