@@ -124,9 +124,10 @@ pub(super) fn mcp_section(md: &mut String, r: &Results) {
          then calls in flight on each path with the server's CPU time from /proc (the socket \
          and the plain client in 4 rounds taking turns, judged on the median round). `/mcp` is \
          called by two clients, each keeping its connections: a plain HTTP client that posts \
-         each call as one JSON-RPC request of the stateless revision and reads the answer as \
-         JSON (`load-tests/src/mcp_plain.rs`), as lean as the testkit's agent is on the \
-         socket, so that the goal compares the two paths rather than two client libraries; \
+         each call as one JSON-RPC request of the stateless revision on hyper's own \
+         connection, driven in the caller's task, and reads the answer as JSON \
+         (`load-tests/src/mcp_plain.rs`), as lean as the testkit's agent is on the socket, so \
+         that the goal compares the two paths rather than two client libraries; \
          and the official Rust SDK's client, which is what many agents run.\n",
         m.seconds
     );
