@@ -48,9 +48,15 @@ impl PlainMcp {
     /// session `session_key` names.
     pub fn new(url: &str, token: &str, session_key: &str) -> anyhow::Result<Self> {
         let uri: hyper::Uri = url.parse().context("the MCP URL")?;
-        anyhow::ensure!(uri.scheme_str() == Some("http"), "the plain client speaks http:// only");
+        anyhow::ensure!(
+            uri.scheme_str() == Some("http"),
+            "the plain client speaks http:// only"
+        );
         Ok(Self {
-            authority: uri.authority().context("the MCP URL has no host")?.to_string(),
+            authority: uri
+                .authority()
+                .context("the MCP URL has no host")?
+                .to_string(),
             path: uri.path().to_string(),
             authorization: format!("Bearer {token}"),
             session_key: session_key.to_string(),
