@@ -11,6 +11,7 @@
 //! lean as the socket's").
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use bytes::Bytes;
@@ -30,6 +31,10 @@ type Connection = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
 struct Kept {
     sender: http1::SendRequest<Full<Bytes>>,
     connection: Connection,
+    /// When its last answer came: a connection idle for longer than the testkit's
+    /// pools keep one is let go, long before latchkeyd closes it, so a call never
+    /// meets a close on its way.
+    last_used: Instant,
 }
 
 pub struct PlainMcp {
@@ -106,6 +111,7 @@ impl PlainMcp {
         let Kept {
             mut sender,
             mut connection,
+            ..
         } = conn;
         let exchange = async {
             sender.ready().await?;
@@ -124,7 +130,11 @@ impl PlainMcp {
                 anyhow::bail!("the server closed the connection before answering");
             }
         };
-        *kept = Some(Kept { sender, connection });
+        *kept = Some(Kept {
+            sender,
+            connection,
+            last_used: Instant::now(),
+        });
         drop(kept);
 
         if !status.is_success() {
@@ -144,14 +154,21 @@ impl PlainMcp {
             .with_context(|| format!("connecting to {}", self.authority))?;
         stream.set_nodelay(true)?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-        Ok(Kept { sender, connection })
+        Ok(Kept {
+            sender,
+            connection,
+            last_used: Instant::now(),
+        })
     }
 }
 
-/// Whether a kept connection can take another request: latchkeyd closes one left
-/// idle past its setup timeout, which the connection, unpolled since the last
-/// answer, only learns when polled.
+/// Whether a kept connection can take another request: used within the testkit's
+/// idle limit ([`latchkey_testkit::POOL_IDLE`]; latchkeyd closes one left idle past
+/// its setup timeout), and not closed, which the connection, unpolled since the
+/// last answer, only learns when polled.
 fn still_open(kept: &mut Kept) -> bool {
     use futures_util::FutureExt as _;
-    (&mut kept.connection).now_or_never().is_none() && !kept.sender.is_closed()
+    kept.last_used.elapsed() < latchkey_testkit::POOL_IDLE
+        && (&mut kept.connection).now_or_never().is_none()
+        && !kept.sender.is_closed()
 }
