@@ -14,7 +14,6 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
@@ -65,7 +64,6 @@ pub async fn accept_loop(
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
-    let acceptor = tls.map(TlsAcceptor::from);
     let slots = SetupSlots::new(
         limits.max_in_setup,
         limits.max_in_setup_per_peer,
@@ -79,7 +77,7 @@ pub async fn accept_loop(
         let retry = loop {
             match room.admit_next(&slots) {
                 Ok((waiting, slot)) => {
-                    let connection = connection(waiting, slot, &acceptor, &app, &limits, &shutdown);
+                    let connection = connection(waiting, slot, &tls, &app, &limits, &shutdown);
                     // A panic in a handler ends this connection only, and is counted.
                     tasks.spawn(async move {
                         if let Err(panic) = AssertUnwindSafe(connection).catch_unwind().await {
@@ -126,7 +124,7 @@ pub async fn accept_loop(
 fn connection(
     waiting: Waiting,
     slot: SetupSlot,
-    acceptor: &Option<TlsAcceptor>,
+    tls: &Option<Arc<rustls::ServerConfig>>,
     app: &Router,
     limits: &ListenerLimits,
     shutdown: &CancellationToken,
@@ -138,17 +136,17 @@ fn connection(
         deadline: Instant::now() + limits.setup_timeout,
         timeout: limits.setup_timeout,
     };
-    let (app, shutdown, acceptor) = (app.clone(), shutdown.clone(), acceptor.clone());
+    let (app, shutdown, tls) = (app.clone(), shutdown.clone(), tls.clone());
     let write_stall = limits.write_stall;
     async move {
-        match acceptor {
+        match tls {
             None => {
                 let io = ReadAhead::new(WriteStall::new(stream, write_stall));
                 serve_connection(io, peer, app, setup, shutdown).await
             }
-            Some(acceptor) => {
+            Some(config) => {
                 let handshake = tracing::Instrument::instrument(
-                    acceptor.accept(stream),
+                    super::tls_stream::accept(stream, config),
                     tracing::debug_span!("tls_accept", %peer),
                 );
                 let tls = tokio::select! {

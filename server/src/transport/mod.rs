@@ -50,6 +50,7 @@ mod peer_clock;
 pub(crate) mod read_ahead;
 pub(crate) mod setup;
 pub mod tls;
+pub(crate) mod tls_stream;
 pub(crate) mod write_stall;
 pub(crate) mod ws_socket;
 
