@@ -58,7 +58,7 @@ test('connected: the team and its server, the name the team gave this browser, a
   assert.ok(!(await visible('#renewal')), 'no renewal line while nothing is due');
   assert.ok(!(await visible('#stop-all')), 'Stop all only when something runs');
   assert.ok(!(await visible('#pair-form')));
-  assert.deepEqual(await badge(), ['', 'Latchkey: connected; no agent is working']);
+  await waitFor(async () => JSON.stringify(await badge()) === JSON.stringify(['', 'Latchkey: connected; no agent is working']), 5_000, 'the connected badge');
   await look('popup-connected');
 });
 
@@ -68,8 +68,7 @@ test('an agent at work: its row in the popup, the icon, its window and the mark 
   await waitFor(() => row.count(), 10_000, 'the session in the popup');
   assert.match((await row.textContent()) ?? '', /e2e-agent.*started less than a minute ago.*no action yet.*Compare train fares/s);
   assert.ok(await visible('#stop-all'));
-  await waitFor(async () => (await badge())[0] === '1', 5_000, 'the icon counts the agent');
-  assert.equal((await badge())[1], 'Latchkey: 1 agent is working in this browser');
+  await waitFor(async () => JSON.stringify(await badge()) === JSON.stringify(['1', 'Latchkey: 1 agent is working in this browser']), 5_000, 'the icon counts the agent');
   await look('popup-agent-working');
 
   const windowPage = await waitFor(
@@ -125,7 +124,7 @@ test('offline: when it last connected and when it tries again', async () => {
   await stopProcess(stack.daemon.child);
   await waitFor(async () => (await status()).startsWith('Offline'), 15_000, 'Offline');
   await waitFor(async () => /Last connected .*Trying again (in \d+ s|now)/.test(await text('#status-hint')), 5_000, 'the retry line');
-  assert.deepEqual((await badge())[0], 'off');
+  await waitFor(async () => (await badge())[0] === 'off', 5_000, 'the off badge');
   await look('popup-offline');
   const { token } = stack.daemon;
   stack.daemon = { ...(await startLatchkeyd(stack.dataDir, stack.daemon.addr)), token };
@@ -161,7 +160,7 @@ test('revoked: the reason and the way back, and nothing stale', async () => {
   assert.match(await text('#status-hint'), /revoked this browser’s access/);
   for (const gone of ['#expires', '#contact', '#renewal', '#disconnect', '#settings', '#stop-all']) assert.ok(!(await visible(gone)), gone);
   assert.ok(await visible('#pair-form'));
-  assert.equal((await badge())[0], '!');
+  await waitFor(async () => (await badge())[0] === '!', 5_000, 'the revoked badge');
   await look('popup-revoked');
 });
 

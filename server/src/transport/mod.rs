@@ -44,6 +44,18 @@ macro_rules! writes_pass_through {
 }
 use writes_pass_through;
 
+/// Hand out bytes `held` back from an earlier read, as many as `buf` has room for;
+/// free `held`'s allocation once it is drained, so a quiet connection keeps none.
+pub(crate) fn hand_out(held: &mut bytes::BytesMut, buf: &mut tokio::io::ReadBuf<'_>) {
+    use bytes::Buf;
+    let n = buf.remaining().min(held.len());
+    buf.put_slice(&held[..n]);
+    held.advance(n);
+    if held.is_empty() {
+        *held = bytes::BytesMut::new();
+    }
+}
+
 pub(crate) mod admission;
 pub(crate) mod listener;
 mod peer_clock;

@@ -13,7 +13,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// Bytes read at once while a large message streams in.
@@ -43,16 +43,6 @@ impl<S> ReadAhead<S> {
     pub fn staged_capacity(&self) -> usize {
         self.staged.capacity()
     }
-
-    /// Hand out what was read ahead; free the block once it is drained.
-    fn hand_out(&mut self, buf: &mut ReadBuf<'_>) {
-        let n = buf.remaining().min(self.staged.len());
-        buf.put_slice(&self.staged[..n]);
-        self.staged.advance(n);
-        if self.staged.is_empty() {
-            self.staged = BytesMut::new();
-        }
-    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for ReadAhead<S> {
@@ -63,7 +53,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for ReadAhead<S> {
     ) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
         if !this.staged.is_empty() {
-            this.hand_out(buf);
+            super::hand_out(&mut this.staged, buf);
             return Poll::Ready(Ok(()));
         }
         if !this.streaming || buf.remaining() >= READ_AHEAD_BLOCK {
@@ -77,7 +67,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for ReadAhead<S> {
         match read {
             Poll::Ready(Ok(n)) if n > 0 => {
                 this.streaming = n == READ_AHEAD_BLOCK;
-                this.hand_out(buf);
+                super::hand_out(&mut this.staged, buf);
                 Poll::Ready(Ok(()))
             }
             other => {

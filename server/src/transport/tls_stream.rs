@@ -268,28 +268,20 @@ impl<S> TlsStream<S> {
         }
     }
 
-    /// Hand out plaintext held back from an earlier read.
-    fn hand_out(&mut self, buf: &mut ReadBuf<'_>) {
-        let n = buf.remaining().min(self.plain.len());
-        buf.put_slice(&self.plain[..n]);
-        self.plain.advance(n);
-        if self.plain.is_empty() {
-            self.plain = BytesMut::new();
-        }
-    }
-
-    /// Gather small pieces of a vectored write into one record's plaintext.
-    fn gather<'a>(bufs: &[io::IoSlice<'_>], scratch: &'a mut [u8; GATHER]) -> &'a [u8] {
-        let mut len = 0;
+    /// Gather small pieces of a vectored write into one record's plaintext, at most
+    /// [`GATHER`] bytes. On the heap, sized to what is written: a 16 KiB array on
+    /// the stack would grow every future that polls a write.
+    fn gather(bufs: &[io::IoSlice<'_>]) -> Vec<u8> {
+        let total = bufs.iter().map(|b| b.len()).sum::<usize>().min(GATHER);
+        let mut gathered = Vec::with_capacity(total);
         for piece in bufs {
-            let n = piece.len().min(GATHER - len);
-            scratch[len..len + n].copy_from_slice(&piece[..n]);
-            len += n;
-            if len == GATHER {
+            let n = piece.len().min(total - gathered.len());
+            gathered.extend_from_slice(&piece[..n]);
+            if gathered.len() == total {
                 break;
             }
         }
-        &scratch[..len]
+        gathered
     }
 }
 
@@ -425,7 +417,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<S> {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if !this.plain.is_empty() {
-            this.hand_out(buf);
+            super::hand_out(&mut this.plain, buf);
             return Poll::Ready(Ok(()));
         }
         let result = this.poll_read_records(cx, buf);
@@ -454,9 +446,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
         if first.len() >= GATHER || pieces.next().is_none() {
             return this.poll_encrypt(cx, first);
         }
-        let mut scratch = [0u8; GATHER];
-        let data = Self::gather(bufs, &mut scratch);
-        this.poll_encrypt(cx, data)
+        let data = Self::gather(bufs);
+        this.poll_encrypt(cx, &data)
     }
 
     fn is_write_vectored(&self) -> bool {
