@@ -1,7 +1,7 @@
 //! A socket as the core sees it: a `Stream` of [`Inbound`] messages and a `Sink`
 //! of [`Outbound`] ones. The device connection task and the agent socket's
 //! dispatcher are generic over it, so they run the same over a WebSocket
-//! (`transport::ws_socket` adapts axum's), over channels in unit tests, and over a
+//! (`transport::ws_socket` adapts tungstenite's), over channels in unit tests, and over a
 //! link to another replica later.
 
 use futures_util::{Sink, Stream};
@@ -12,7 +12,7 @@ use latchkey_protocol::CloseCode;
 /// WebSocket layer's own buffer type because turning that into another would
 /// either copy or check the UTF-8 again (the workspace forbids `unsafe`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Text(axum::extract::ws::Utf8Bytes);
+pub struct Text(tokio_tungstenite::tungstenite::Utf8Bytes);
 
 impl Text {
     pub fn as_str(&self) -> &str {
@@ -28,8 +28,8 @@ impl Text {
     }
 }
 
-impl From<axum::extract::ws::Utf8Bytes> for Text {
-    fn from(text: axum::extract::ws::Utf8Bytes) -> Self {
+impl From<tokio_tungstenite::tungstenite::Utf8Bytes> for Text {
+    fn from(text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Self {
         Self(text)
     }
 }

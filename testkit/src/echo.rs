@@ -6,11 +6,14 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
 use latchkey_server::app::AppState;
-use latchkey_server::transport::{close_for_read_error, finish_peer_close, websocket_settings};
+use latchkey_server::transport::ws_upgrade::{WsStream, WsUpgrade};
+use latchkey_server::transport::{close_for_read_error, finish_peer_close};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 /// Where the echo is served.
 pub const ECHO_PATH: &str = "/conformance/echo";
@@ -20,17 +23,17 @@ pub fn conformance_echo() -> Router<AppState> {
     Router::new().route(ECHO_PATH, get(upgrade))
 }
 
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    websocket_settings(ws, &state.config.limits).on_upgrade(echo)
+async fn upgrade(State(state): State<AppState>, ws: WsUpgrade) -> Response {
+    ws.accept(&state, None, echo)
 }
 
-async fn echo(mut socket: WebSocket) {
-    while let Some(received) = socket.recv().await {
+async fn echo(mut socket: WsStream) {
+    while let Some(received) = socket.next().await {
         let reply = match received {
             Ok(Message::Text(t)) => Message::Text(t),
             Ok(Message::Binary(b)) => Message::Binary(b),
             // Pings are answered and Close echoed by the WebSocket layer itself.
-            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
             Ok(Message::Close(_)) => {
                 finish_peer_close(&mut socket).await;
                 break;
@@ -39,7 +42,7 @@ async fn echo(mut socket: WebSocket) {
                 if let Some(code) = close_for_read_error(&e) {
                     let _ = socket
                         .send(Message::Close(Some(CloseFrame {
-                            code: code.code(),
+                            code: code.code().into(),
                             reason: code.reason().into(),
                         })))
                         .await;

@@ -9,8 +9,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{AbortHandle, Abortable, abortable};
 use futures_util::stream::SplitSink;
@@ -29,6 +27,7 @@ use crate::auth::principal::{AgentPrincipal, Principal};
 use crate::socket::{Inbound as Received, Outbound, ReadError, Socket};
 use crate::telemetry::metrics as telemetry;
 use crate::transport::ws_socket::WsSocket;
+use crate::transport::ws_upgrade::{NotAnUpgrade, WsUpgrade};
 
 #[utoipa::path(
     get,
@@ -41,18 +40,15 @@ use crate::transport::ws_socket::WsSocket;
 pub async fn upgrade(
     State(state): State<AppState>,
     AgentPrincipal(p): AgentPrincipal,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<WsUpgrade, NotAnUpgrade>,
 ) -> Response {
     // A plain request here is refused with the API's error body, never axum's
     // text.
     let ws = match ws {
         Ok(ws) => ws,
         Err(rejection) => {
-            return ApiError::invalid(format!(
-                "/v1/agent is a WebSocket endpoint: {}",
-                rejection.body_text()
-            ))
-            .into_response();
+            return ApiError::invalid(format!("/v1/agent is a WebSocket endpoint: {rejection}"))
+                .into_response();
         }
     };
     let limits = &state.config.limits;
@@ -77,13 +73,10 @@ pub async fn upgrade(
                 .into_response();
         }
     };
-    let ws = crate::transport::websocket_settings(ws, &state.config.limits);
-    let tracker = state.tasks.clone();
-    ws.on_upgrade(move |socket| {
-        let span = info_span!("agent_socket", tenant = %p.tenant_id, token = %p.token_id);
-        tracker.track_future(serve(WsSocket::new(socket), state, p, slot).instrument(span))
+    let span = info_span!("agent_socket", tenant = %p.tenant_id, token = %p.token_id);
+    ws.accept(&state.clone(), None, move |socket| {
+        serve(WsSocket::new(socket), state, p, slot).instrument(span)
     })
-    .into_response()
 }
 
 /// Session events waiting for the socket's loop; beyond this a session's event

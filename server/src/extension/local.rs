@@ -15,13 +15,14 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::SinkExt;
+use futures_util::{SinkExt, StreamExt};
 use latchkey_protocol::authorize::clean_label;
 use latchkey_protocol::{CloseCode, ErrorFrame, Frame};
 use sha2::{Digest, Sha256};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::reply::Refusal;
 use crate::app::AppState;
@@ -33,6 +34,7 @@ use crate::devices::grant::Verdict;
 use crate::devices::handshake;
 use crate::store::NewDevice;
 use crate::transport::ws_socket::WsSocket;
+use crate::transport::ws_upgrade::{WsStream, WsUpgrade};
 
 /// The label of a local device whose extension sends none.
 const DEFAULT_LOCAL_LABEL: &str = "Local browser";
@@ -60,7 +62,7 @@ pub async fn upgrade(
     state: AppState,
     headers: &HeaderMap,
     peer: SocketAddr,
-    ws: WebSocketUpgrade,
+    ws: WsUpgrade,
 ) -> Response {
     if !state.config.local || !peer.ip().to_canonical().is_loopback() {
         return Refusal::UNAUTHORIZED.into_response();
@@ -85,15 +87,14 @@ pub async fn upgrade(
         }
         .into_response();
     }
-    let ws = crate::transport::websocket_settings(ws, limits);
-    let tracker = state.tasks.clone();
     let peer = peer.ip().to_canonical();
-    ws.on_upgrade(move |socket| tracker.track_future(serve(socket, state, extension_id, peer)))
-        .into_response()
+    ws.accept(&state.clone(), None, move |socket| {
+        serve(socket, state, extension_id, peer)
+    })
 }
 
 /// Read the first frame, find or make the device it names, and run the connection.
-async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, peer: IpAddr) {
+async fn serve(mut socket: WsStream, state: AppState, extension_id: String, peer: IpAddr) {
     let wait = Duration::from_millis(state.config.limits.handshake_timeout_ms);
     let Ok(Some(first)) = tokio::time::timeout(wait, first_text(&mut socket)).await else {
         close(&mut socket, CloseCode::PolicyViolation).await;
@@ -143,9 +144,9 @@ async fn serve(mut socket: WebSocket, state: AppState, extension_id: String, pee
 
 /// The first text message (Pings are answered by the WebSocket layer meanwhile);
 /// `None` if the socket ends or sends something else first.
-async fn first_text(socket: &mut WebSocket) -> Option<Utf8Bytes> {
+async fn first_text(socket: &mut WsStream) -> Option<Utf8Bytes> {
     loop {
-        match socket.recv().await? {
+        match socket.next().await? {
             Ok(Message::Text(text)) => return Some(text),
             Ok(Message::Ping(_) | Message::Pong(_)) => {
                 let stall = Duration::from_secs(1);
@@ -159,9 +160,9 @@ async fn first_text(socket: &mut WebSocket) -> Option<Utf8Bytes> {
     }
 }
 
-async fn close(socket: &mut WebSocket, code: CloseCode) {
+async fn close(socket: &mut WsStream, code: CloseCode) {
     let frame = CloseFrame {
-        code: code.code(),
+        code: code.code().into(),
         reason: code.reason().into(),
     };
     let _ = tokio::time::timeout(

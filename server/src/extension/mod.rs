@@ -12,13 +12,12 @@ pub mod upgrade;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 
 use crate::app::AppState;
+use crate::transport::ws_upgrade::{NotAnUpgrade, WsUpgrade};
 
 /// The extension socket at `/`, in local mode only, as a local bsk daemon serves it.
 #[utoipa::path(
@@ -38,7 +37,7 @@ async fn local_root(
     peer: ConnectInfo<std::net::SocketAddr>,
     uri: Uri,
     headers: HeaderMap,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<WsUpgrade, NotAnUpgrade>,
 ) -> Response {
     if !state.config.local {
         return reply::Refusal::NOT_FOUND.into_response();

@@ -2,8 +2,6 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +16,7 @@ use crate::config::is_extension_id;
 use crate::rate_limits::client_ip::client_ip;
 use crate::rate_limits::rate::RetryAfter;
 use crate::store::DeviceRecord;
+use crate::transport::ws_upgrade::{NotAnUpgrade, WsUpgrade};
 
 /// Check the single `Origin`: `chrome-extension://` + 32 a–p, optionally allow-listed.
 pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refusal> {
@@ -97,7 +96,7 @@ pub async fn extension_socket(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     uri: Uri,
     headers: HeaderMap,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<WsUpgrade, NotAnUpgrade>,
 ) -> Response {
     let client = client_ip(peer, &headers, &state.config.trusted_proxies);
     if let Err(RetryAfter(wait)) = state.upgrade_limiter.check(client) {
@@ -149,9 +148,6 @@ pub async fn extension_socket(
         crate::telemetry::metrics::refused("connection_capacity_reached");
         return Refusal::AT_CAPACITY.into_response();
     }
-    let mut ws = crate::transport::websocket_settings(ws, &state.config.limits);
-    ws.set_selected_protocol(echo);
-    let tracker = state.tasks.clone();
     // One pointer waits in the upgrade task, not the connection's whole start.
     let accepted = Box::new(crate::devices::connection::Accepted {
         guard_key: device.id.clone(),
@@ -161,13 +157,12 @@ pub async fn extension_socket(
         grant_changes,
         first_frame: None,
     });
-    ws.on_upgrade(move |socket| {
-        tracker.track_future(crate::devices::connection::run(
+    ws.accept(&state, Some(echo), move |socket| {
+        crate::devices::connection::run(
             crate::transport::ws_socket::WsSocket::new(socket),
             accepted,
-        ))
+        )
     })
-    .into_response()
 }
 
 #[cfg(test)]

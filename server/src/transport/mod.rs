@@ -65,32 +65,33 @@ pub mod tls;
 pub(crate) mod tls_stream;
 pub(crate) mod write_stall;
 pub(crate) mod ws_socket;
+pub mod ws_upgrade;
 
 /// Bytes tungstenite reads from a socket at a time, and the buffer it keeps per
 /// socket. Its default (128 KiB) is zero-filled on every read and stays resident:
 /// about 140 KiB per idle device. 1 KiB holds the frames of a quiet or chatty
 /// device (heartbeats, calls, small answers); large frames still arrive whole, and
-/// [`read_ahead::ReadAhead`] under tungstenite turns their many small reads into
-/// 64 KiB reads of the socket (measured in docs/benchmarks.md).
+/// [`read_ahead::ReadAhead`] under tungstenite turns their many small reads
+/// into 64 KiB reads of the socket (measured in docs/benchmarks.md).
 pub const WS_READ_CHUNK: usize = 1024;
 
 /// Room in a socket's write buffer beyond its largest message: the frame header
 /// and a few control frames.
 pub const WS_WRITE_SLACK: usize = 64 * 1024;
 
-/// The WebSocket settings every upgrade on this server uses: our size limits and
+/// The WebSocket settings of every socket on this server: our size limits and
 /// small read chunks. Writes are flushed per message, so no write buffer builds up
 /// from our own frames; the buffer is still capped at the largest message plus
 /// [`WS_WRITE_SLACK`] (the WebSocket layer's default is unbounded), so that what it
 /// queues by itself for a peer that does not read (a Pong per Ping) is bounded
 /// too: beyond the cap it drops Pongs instead of queueing them.
-pub fn websocket_settings<F>(
-    ws: axum::extract::ws::WebSocketUpgrade<F>,
+pub fn websocket_config(
     limits: &crate::config::Limits,
-) -> axum::extract::ws::WebSocketUpgrade<F> {
-    ws.read_buffer_size(WS_READ_CHUNK)
-        .max_message_size(limits.max_message_bytes)
-        .max_frame_size(limits.max_message_bytes)
+) -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(WS_READ_CHUNK)
+        .max_message_size(Some(limits.max_message_bytes))
+        .max_frame_size(Some(limits.max_message_bytes))
         .max_write_buffer_size(limits.max_message_bytes.saturating_add(WS_WRITE_SLACK))
 }
 
@@ -116,12 +117,13 @@ where
 /// The close code RFC 6455 asks for when reading a WebSocket failed because the
 /// peer broke the protocol (1002), sent a text message that is not UTF-8 (1007) or a
 /// message over the size cap (1009). `None` when the peer just went away.
-pub fn close_for_read_error(error: &axum::Error) -> Option<latchkey_protocol::CloseCode> {
+pub fn close_for_read_error(
+    error: &tokio_tungstenite::tungstenite::Error,
+) -> Option<latchkey_protocol::CloseCode> {
     use latchkey_protocol::CloseCode;
     use tokio_tungstenite::tungstenite::Error;
     use tokio_tungstenite::tungstenite::error::ProtocolError;
-    let inner = std::error::Error::source(error)?.downcast_ref::<Error>()?;
-    match inner {
+    match error {
         Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
         Error::Protocol(_) => Some(CloseCode::ProtocolError),
         Error::Utf8(_) => Some(CloseCode::InvalidPayload),

@@ -1,20 +1,22 @@
-//! axum's WebSocket as the core's socket ([`crate::socket`]): the one place the
-//! device connection and the agent socket meet the WebSocket library's types.
+//! An upgraded WebSocket as the core's socket ([`crate::socket`]): the one place
+//! the device connection and the agent socket meet the WebSocket library's types.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::{Sink, Stream};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
+use super::ws_upgrade::WsStream;
 use crate::socket::{Inbound, Outbound, ReadError, SendFailed};
 
 /// An upgraded `/extension` socket, speaking the core's messages.
 #[derive(Debug)]
-pub struct WsSocket(WebSocket);
+pub struct WsSocket(WsStream);
 
 impl WsSocket {
-    pub fn new(socket: WebSocket) -> Self {
+    pub fn new(socket: WsStream) -> Self {
         Self(socket)
     }
 }
@@ -23,25 +25,29 @@ impl Stream for WsSocket {
     type Item = Result<Inbound, ReadError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let message = match ready!(Pin::new(&mut self.0).poll_next(cx)) {
-            None => return Poll::Ready(None),
-            Some(Err(e)) => {
-                return Poll::Ready(Some(Err(
-                    match crate::transport::close_for_read_error(&e) {
-                        Some(code) => ReadError::Protocol(code),
-                        None => ReadError::Gone,
-                    },
-                )));
-            }
-            Some(Ok(m)) => m,
-        };
-        Poll::Ready(Some(Ok(match message {
-            Message::Text(text) => Inbound::Text(text.into()),
-            Message::Binary(_) => Inbound::Binary,
-            Message::Ping(_) => Inbound::Ping,
-            Message::Pong(_) => Inbound::Pong,
-            Message::Close(_) => Inbound::Close,
-        })))
+        loop {
+            let message = match ready!(Pin::new(&mut self.0).poll_next(cx)) {
+                None => return Poll::Ready(None),
+                Some(Err(e)) => {
+                    return Poll::Ready(Some(Err(
+                        match crate::transport::close_for_read_error(&e) {
+                            Some(code) => ReadError::Protocol(code),
+                            None => ReadError::Gone,
+                        },
+                    )));
+                }
+                Some(Ok(m)) => m,
+            };
+            return Poll::Ready(Some(Ok(match message {
+                Message::Text(text) => Inbound::Text(text.into()),
+                Message::Binary(_) => Inbound::Binary,
+                Message::Ping(_) => Inbound::Ping,
+                Message::Pong(_) => Inbound::Pong,
+                Message::Close(_) => Inbound::Close,
+                // A raw frame is only ever written, never read.
+                Message::Frame(_) => continue,
+            })));
+        }
     }
 }
 
@@ -57,7 +63,7 @@ impl Sink<Outbound> for WsSocket {
             Outbound::Text(text) => Message::Text(text.into()),
             Outbound::Ping => Message::Ping(Default::default()),
             Outbound::Close(code) => Message::Close(Some(CloseFrame {
-                code: code.code(),
+                code: code.code().into(),
                 reason: code.reason().into(),
             })),
         };
