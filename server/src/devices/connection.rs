@@ -100,18 +100,22 @@ pub fn run<S: Socket>(
 /// A write that cannot complete within `stall` ends the connection: a device that
 /// stops reading cannot hold its task (the Close frame could not be written either,
 /// so the socket is just dropped).
-async fn stall_bounded<E>(
+///
+/// A combinator, not an `async fn`: an async fn would keep `write` twice, as its
+/// argument and as the timeout's, and the largest write future sizes the
+/// connection's future for its whole life (see [`run`]).
+fn stall_bounded<E>(
     stall: Duration,
-    write: impl std::future::Future<Output = Result<(), E>>,
-) -> Result<(), End> {
-    match timeout(stall, write).await {
+    write: impl Future<Output = Result<(), E>>,
+) -> impl Future<Output = Result<(), End>> {
+    timeout(stall, write).map(|written| match written {
         Ok(Ok(())) => Ok(()),
         Ok(Err(_)) => Err(End::gone("send failed")),
         Err(_) => {
             telemetry::refused("write_stalled");
             Err(End::gone("write stalled: peer not reading"))
         }
-    }
+    })
 }
 
 struct Connection<S> {
@@ -225,24 +229,29 @@ impl<S: Socket> Connection<S> {
 
     /// Write queued frames with one flush: under load several calls' requests leave
     /// in one write, not one each. The stall bound covers the whole batch.
-    async fn send_batch(&mut self, frames: std::collections::VecDeque<String>) -> Result<(), End> {
+    /// (These three build their futures rather than being `async fn`s, for the
+    /// reason [`stall_bounded`] gives.)
+    fn send_batch(
+        &mut self,
+        frames: std::collections::VecDeque<String>,
+    ) -> impl Future<Output = Result<(), End>> + '_ {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
         let write = crate::transport::write_text_frames(&mut self.socket, frames, "device");
-        stall_bounded(stall, write).await
+        stall_bounded(stall, write)
     }
 
-    async fn send_message(&mut self, message: Outbound) -> Result<(), End> {
+    fn send_message(&mut self, message: Outbound) -> impl Future<Output = Result<(), End>> + '_ {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
-        stall_bounded(stall, self.socket.send(message)).await
+        stall_bounded(stall, self.socket.send(message))
     }
 
     /// Write out what the WebSocket layer queued on its own (the Pong to a Ping),
     /// within the stall bound. Called on every Ping: a device that pings without
     /// reading stalls here, and nothing more is read from it meanwhile, so its
     /// Pongs cannot pile up (docs/security.md).
-    async fn flush_queued(&mut self) -> Result<(), End> {
+    fn flush_queued(&mut self) -> impl Future<Output = Result<(), End>> + '_ {
         let stall = Duration::from_millis(self.limits().write_stall_timeout_ms);
-        stall_bounded(stall, self.socket.flush()).await
+        stall_bounded(stall, self.socket.flush())
     }
 
     /// Send a Close and give the peer a moment to answer it (docs/protocol.md, "Pairing and

@@ -22,10 +22,12 @@ use crate::telemetry::metrics as telemetry;
 impl<S: Socket> Connection<S> {
     /// After the handshake: frames, liveness, expiry and close signals.
     pub(super) async fn serve(&mut self) -> End {
-        let limits = self.limits().clone();
+        // Limits are read from the shared config where they are used, never copied
+        // into this future: it lives as long as the connection, so every byte of it
+        // is a byte per idle device (docs/benchmarks.md).
         let mut close_rx = self.registration.close.clone();
         let mut clock_rx = self.state.clock.changed();
-        let mut reaper = interval(Duration::from_millis(limits.reaper_interval_ms));
+        let mut reaper = interval(Duration::from_millis(self.limits().reaper_interval_ms));
         reaper.reset();
         // Grants are re-read by the node's sweep (devices::grant_sweep), which closes
         // this socket through the registry; here only the expiry is timed.
@@ -82,6 +84,7 @@ impl<S: Socket> Connection<S> {
                     let silent = self.state.clock.now_ms()
                         - self.registration.state.last_seen_ms.load(Ordering::Relaxed);
                     let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                    let limits = self.limits();
                     if heartbeat_seen && silent >= ms(limits.liveness_timeout_ms) {
                         break End::close(CloseCode::IdleTimeout, "silent too long");
                     }
@@ -89,7 +92,8 @@ impl<S: Socket> Connection<S> {
                     if silent >= ms(limits.silent_peer_timeout_ms) {
                         break End::close(CloseCode::IdleTimeout, "no answer to pings");
                     }
-                    if silent >= ms(limits.ping_after_ms)
+                    let ping = silent >= ms(limits.ping_after_ms);
+                    if ping
                         && let Err(end) = self.send_message(Outbound::Ping).await
                     {
                         break end;
