@@ -1,13 +1,13 @@
 //! The WebSocket upgrade (RFC 6455, section 4.2) as an extractor of our own, and
 //! the task that serves an upgraded socket.
 //!
-//! axum's `WebSocketUpgrade` spawns a task whose future keeps room for the socket
-//! it builds and, beside it, for the future the callback returns (which holds that
-//! same socket again): about 1.5 KiB more per idle device than the socket needs
-//! (docs/benchmarks.md, "An upgrade task that holds the socket once"). Here the
-//! socket is built in a scope that ends before the callback's future is awaited, so
-//! the task holds the socket once, inside that future; and the task is spawned on
-//! the server's tracker directly, so shutdown waits for it.
+//! Ours rather than axum's `WebSocketUpgrade` so that what an idle device holds is
+//! decided here: the task that serves a socket is spawned on the server's tracker
+//! (shutdown waits for it), and the socket is built in a scope that ends before the
+//! serving future is awaited, so the task keeps no second place for it. The checks
+//! are RFC 6455's, stricter than axum's: header tokens are compared as tokens, not
+//! substrings, and the key must be 16 bytes in base64. Measured in
+//! docs/benchmarks.md, "The WebSocket upgrade of our own".
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
