@@ -15,14 +15,9 @@ const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 
 /// Send `GET path` with these header lines (each `name: value`); return the
 /// status line and headers, and the body (read to its `Content-Length`).
-async fn send(
-    server: &TestServer,
-    method: &str,
-    path: &str,
-    headers: &[String],
-) -> (String, String) {
+async fn send(server: &TestServer, path: &str, headers: &[String]) -> (String, String) {
     let mut stream = TcpStream::connect(server.addr()).await.expect("connect");
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", server.addr());
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n", server.addr());
     for h in headers {
         request.push_str(h);
         request.push_str("\r\n");
@@ -116,23 +111,34 @@ const BROKEN: &[Broken] = &[
     },
 ];
 
+/// Each broken upgrade sent to `path` with the surface's credentials `auth`, its
+/// answer checked to be a 400: the case with the answer's body, for the surface's
+/// own checks.
+async fn refusals(
+    server: &TestServer,
+    path: &str,
+    auth: &[String],
+) -> Vec<(&'static Broken, String)> {
+    let mut answers = Vec::with_capacity(BROKEN.len());
+    for b in BROKEN {
+        let extra: Vec<String> = auth
+            .iter()
+            .cloned()
+            .chain(b.instead.map(str::to_string))
+            .collect();
+        let (head, body) = send(server, path, &upgrade_headers(b.without, &extra)).await;
+        assert!(head.starts_with("HTTP/1.1 400"), "{}: {head}", b.case);
+        answers.push((b, body));
+    }
+    answers
+}
+
 #[tokio::test]
 async fn the_agent_socket_names_what_is_wrong() {
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
     let agent = server.new_agent().await.expect("agent");
     let auth = format!("Authorization: Bearer {}", agent.token);
-    for b in BROKEN {
-        let extra: Vec<String> = std::iter::once(auth.clone())
-            .chain(b.instead.map(str::to_string))
-            .collect();
-        let (head, body) = send(
-            &server,
-            "GET",
-            "/v1/agent",
-            &upgrade_headers(b.without, &extra),
-        )
-        .await;
-        assert!(head.starts_with("HTTP/1.1 400"), "{}: {head}", b.case);
+    for (b, body) in refusals(&server, "/v1/agent", std::slice::from_ref(&auth)).await {
         let body: Value = serde_json::from_str(&body).expect("json body");
         assert_eq!(
             body["error"]["code"], "invalid_request",
@@ -142,7 +148,7 @@ async fn the_agent_socket_names_what_is_wrong() {
         let message = body["error"]["message"].as_str().expect("message");
         assert!(message.contains(b.names), "{}: {message}", b.case);
     }
-    let (head, _) = send(&server, "GET", "/v1/agent", &upgrade_headers("", &[auth])).await;
+    let (head, _) = send(&server, "/v1/agent", &upgrade_headers("", &[auth])).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(
         head.contains("sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
@@ -161,23 +167,10 @@ async fn the_extension_socket_answers_invalid_upgrade() {
         format!("Origin: {TEST_EXTENSION_ORIGIN}"),
         format!("Sec-WebSocket-Protocol: bsk-auth.{token}"),
     ];
-    for b in BROKEN {
-        let extra: Vec<String> = auth
-            .iter()
-            .cloned()
-            .chain(b.instead.map(str::to_string))
-            .collect();
-        let (head, body) = send(
-            &server,
-            "GET",
-            "/extension",
-            &upgrade_headers(b.without, &extra),
-        )
-        .await;
-        assert!(head.starts_with("HTTP/1.1 400"), "{}: {head}", b.case);
+    for (b, body) in refusals(&server, "/extension", &auth).await {
         assert_eq!(body, r#"{"error":"invalid_upgrade"}"#, "{}", b.case);
     }
-    let (head, _) = send(&server, "GET", "/extension", &upgrade_headers("", &auth)).await;
+    let (head, _) = send(&server, "/extension", &upgrade_headers("", &auth)).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(
         head.contains(&format!("sec-websocket-protocol: bsk-auth.{token}")),

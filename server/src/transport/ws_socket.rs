@@ -26,27 +26,21 @@ impl Stream for WsSocket {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
-            let message = match ready!(Pin::new(&mut self.0).poll_next(cx)) {
+            let inbound = match ready!(Pin::new(&mut self.0).poll_next(cx)) {
                 None => return Poll::Ready(None),
-                Some(Err(e)) => {
-                    return Poll::Ready(Some(Err(
-                        match crate::transport::close_for_read_error(&e) {
-                            Some(code) => ReadError::Protocol(code),
-                            None => ReadError::Gone,
-                        },
-                    )));
-                }
-                Some(Ok(m)) => m,
-            };
-            return Poll::Ready(Some(Ok(match message {
-                Message::Text(text) => Inbound::Text(text.into()),
-                Message::Binary(_) => Inbound::Binary,
-                Message::Ping(_) => Inbound::Ping,
-                Message::Pong(_) => Inbound::Pong,
-                Message::Close(_) => Inbound::Close,
+                Some(Err(e)) => Err(match crate::transport::close_for_read_error(&e) {
+                    Some(code) => ReadError::Protocol(code),
+                    None => ReadError::Gone,
+                }),
+                Some(Ok(Message::Text(text))) => Ok(Inbound::Text(text.into())),
+                Some(Ok(Message::Binary(_))) => Ok(Inbound::Binary),
+                Some(Ok(Message::Ping(_))) => Ok(Inbound::Ping),
+                Some(Ok(Message::Pong(_))) => Ok(Inbound::Pong),
+                Some(Ok(Message::Close(_))) => Ok(Inbound::Close),
                 // A raw frame is only ever written, never read.
-                Message::Frame(_) => continue,
-            })));
+                Some(Ok(Message::Frame(_))) => continue,
+            };
+            return Poll::Ready(Some(inbound));
         }
     }
 }
