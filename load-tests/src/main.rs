@@ -8,11 +8,11 @@
 
 #![allow(clippy::expect_used)]
 
-/// The allocator `latchkeyd` ships with (server/src/main.rs), since this binary
-/// runs the server library as `latchkeyd` does; the relay and the generator run
-/// on it too, so the ratios compare servers on one allocator.
+/// The allocator `latchkeyd` ships with, since this binary runs the server library
+/// as `latchkeyd` does; the relay and the generator run on it too, so the ratios
+/// compare servers on one allocator.
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: latchkey_server::Allocator = latchkey_server::Allocator;
 
 mod agents;
 mod audit_export;

@@ -41,6 +41,17 @@ pub mod telemetry;
 pub mod transport;
 pub mod webhooks;
 
+/// The allocator `latchkeyd` runs on, named here so that every binary running this
+/// library (`latchkeyd`, the load generator) runs on the same one: jemalloc, for
+/// malloc and free of the whole process (SQLite's and aws-lc's too), not glibc's.
+///
+/// At load glibc's allocator took a seventh of the server's CPU, and after a burst
+/// of short-lived connections it kept more of the freed pages; docs/benchmarks.md
+/// ("jemalloc") has the measurements: more calls per core, less memory per idle
+/// device in most runs (it varied between two levels, never above glibc's).
+#[cfg(feature = "jemalloc")]
+pub use tikv_jemallocator::Jemalloc as Allocator;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,12 +1,9 @@
 //! `latchkeyd`: parse arguments and hand over to the library.
 
-/// jemalloc rather than glibc's allocator. A gateway holds many quiet connections
-/// after bursts of short-lived ones (a reconnect storm, a pairing wave); glibc
-/// keeps the pages those bursts freed, where jemalloc gives them back, and its
-/// thread caches are cheaper on the hot paths. Measured in docs/benchmarks.md
-/// ("jemalloc"): less CPU per call and per reconnect, less memory per idle device.
+/// See [`latchkey_server::Allocator`] for why.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: latchkey_server::Allocator = latchkey_server::Allocator;
 
 fn main() -> std::process::ExitCode {
     // First thing: one process-wide crypto provider for rustls (aws-lc-rs).
